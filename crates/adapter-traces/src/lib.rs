@@ -1,0 +1,27 @@
+//! infertrace adapters for public production LLM-inference traces.
+//!
+//! Production traces are the workloads the product exists to replay: they carry arrivals, token counts and (for
+//! some) chained prefix-block hashes, but no engine timings. Each format here is one [`Adapter`] with its own id:
+//!
+//! - [`Mooncake`] (`mooncake`): the Mooncake/Kimi FAST'25 and arXiv traces, and the same JSONL with `request_id` and
+//!   `session_id` as Dynamo and AIPerf replay it.
+//! - [`AzureLlm`] (`azure-llm`): the Azure LLM inference CSV traces of 2023 and 2024, and the 2025 multimodal one.
+//!
+//! Traces record no outcome, so `status` is `unknown`; they record no ids, so ids are `<file stem>:<line>`.
+//! These adapters deliberately do not simulate anything (cache hits, queueing): that is the replay engine's job.
+//!
+//! [`Adapter`]: infertrace_adapter::Adapter
+
+mod azure;
+mod mooncake;
+
+pub use azure::AzureLlm;
+pub use mooncake::Mooncake;
+
+/// The first line of `head`, which may be cut short when the line is longer than the head.
+fn first_line(head: &[u8]) -> &[u8] {
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let end = memchr::memchr(b'\n', head).unwrap_or(head.len());
+    let line = &head[..end];
+    line.strip_suffix(b"\r").unwrap_or(line)
+}

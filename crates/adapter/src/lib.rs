@@ -1,0 +1,102 @@
+//! The adapter boundary of infertrace: what every input format implements, and the helpers they share.
+//!
+//! An [`Adapter`] has an id, a cheap [`detect`](Adapter::detect) over the first KiB of an input, and a streaming
+//! [`parse`](Adapter::parse) that pushes canonical rows and per-line [`Diagnostic`]s into a [`Sink`] (ripgrep's
+//! `Sink` push model). Parsing never fails on content: a line an adapter cannot use becomes a diagnostic with its
+//! line number, never a panic and never a silent drop. `Err` from `parse` means I/O failed, nothing else.
+//!
+//! The trait is object-safe and adapters are used as `&dyn Adapter`, so the CLI's registry is a plain static list.
+//! This crate also opens inputs (plain, gzip or zstd by magic bytes, hashing the stored bytes on the way), splits
+//! lines, parses timestamps, and parses the `key=value` and Python-repr fragments that engine logs are full of.
+//!
+//! It deliberately does not walk directories, print, or decide where output goes: that is the CLI's job.
+
+mod diagnostic;
+pub mod fragments;
+mod input;
+pub mod json;
+mod lines;
+mod sink;
+pub mod time;
+
+use std::io::{self, BufRead};
+
+pub use diagnostic::{Diagnostic, DiagnosticKind};
+pub use input::{Compression, HEAD_BYTES, Input, InputDigest, Progress};
+pub use lines::LineReader;
+pub use sink::{CollectSink, Sink};
+pub use time::{ParseOptions, UtcOffset};
+
+use infertrace_schema::{ClockDomain, DatasetError};
+
+/// How sure an adapter is that it can parse an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Confidence {
+    /// The head looks compatible but is not specific to this format.
+    Low,
+    /// The head carries this format's signature (a header line, a distinctive key set).
+    High,
+}
+
+/// Where the rows of one parse come from and under which assumptions.
+#[derive(Debug, Clone, Copy)]
+pub struct ParseContext<'a> {
+    /// The input path as it should appear in outputs (relative, as given).
+    pub source_file: &'a str,
+    /// Assumptions for inputs that lack them.
+    pub options: &'a ParseOptions,
+}
+
+impl ParseContext<'_> {
+    /// The file name of `source_file` without directories and compression or format extensions,
+    /// used to make request ids for sources that have none.
+    pub fn source_stem(&self) -> &str {
+        let name = self.source_file.rsplit(['/', '\\']).next().unwrap_or(self.source_file);
+        let name = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".zst")).unwrap_or(name);
+        name.rsplit_once('.').map_or(name, |(stem, _)| stem)
+    }
+}
+
+/// What a parse found besides rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseReport {
+    /// Format generation detected, when the format has several.
+    pub format_version: Option<String>,
+    /// How the input's times were made absolute.
+    pub clock_domain: ClockDomain,
+    /// Lines (or records) read.
+    pub lines: u64,
+}
+
+/// Why a parse stopped. Content never causes one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// Reading the input failed.
+    #[error("reading input failed")]
+    Read(#[from] io::Error),
+    /// Writing rows failed.
+    #[error("writing output failed")]
+    Write(#[from] DatasetError),
+}
+
+/// One input format.
+pub trait Adapter: Send + Sync + std::fmt::Debug {
+    /// Stable format id, used by `--format` and stored in `source` and the manifest.
+    fn id(&self) -> &'static str;
+
+    /// One line for `infertrace formats`: what the format is and which versions are covered.
+    fn description(&self) -> &'static str;
+
+    /// Whether `head`, the first [`HEAD_BYTES`] (or fewer) decompressed bytes of an input, looks like this format.
+    /// Must be cheap and must not assume `head` ends on a line boundary.
+    fn detect(&self, head: &[u8]) -> Option<Confidence>;
+
+    /// Parses the whole input, pushing rows and diagnostics into `sink`.
+    fn parse(
+        &self,
+        input: &mut dyn BufRead,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<ParseReport, ParseError>;
+}

@@ -1,0 +1,50 @@
+//! Where adapters push what they parse.
+
+use infertrace_schema::{CacheEvent, DatasetError, EngineSample, RequestRow};
+
+use crate::Diagnostic;
+
+/// Receives rows and diagnostics from an adapter, in input order.
+///
+/// Row methods return `Err` only when writing fails; the adapter then stops and passes the error up.
+pub trait Sink {
+    /// One request row.
+    fn request(&mut self, row: RequestRow) -> Result<(), DatasetError>;
+    /// One engine sample.
+    fn sample(&mut self, row: EngineSample) -> Result<(), DatasetError>;
+    /// One cache event.
+    fn cache_event(&mut self, row: CacheEvent) -> Result<(), DatasetError>;
+    /// One diagnostic.
+    fn diagnostic(&mut self, diagnostic: Diagnostic);
+}
+
+/// A sink that keeps everything in memory, for tests and small inputs.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct CollectSink {
+    /// Request rows, in order.
+    pub requests: Vec<RequestRow>,
+    /// Engine samples, in order.
+    pub samples: Vec<EngineSample>,
+    /// Cache events, in order.
+    pub cache_events: Vec<CacheEvent>,
+    /// Diagnostics, in order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Sink for CollectSink {
+    fn request(&mut self, row: RequestRow) -> Result<(), DatasetError> {
+        self.requests.push(row);
+        Ok(())
+    }
+    fn sample(&mut self, row: EngineSample) -> Result<(), DatasetError> {
+        self.samples.push(row);
+        Ok(())
+    }
+    fn cache_event(&mut self, row: CacheEvent) -> Result<(), DatasetError> {
+        self.cache_events.push(row);
+        Ok(())
+    }
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+}

@@ -1,0 +1,14 @@
+//! The infertrace command line: normalize inputs into a canonical dataset, list formats, print the schema.
+//!
+//! This crate wires adapters to the dataset writer. It owns everything that touches the outside world: walking
+//! directories, choosing adapters (a closed registry, not registration magic), the progress bar, the summary
+//! table and exit codes. Adapters never print and never see paths beyond the one they are told to record.
+//!
+//! The library half exists so that `cargo xtask normalize` and the tests run exactly what the binary runs.
+
+mod normalize;
+pub mod paths;
+pub mod registry;
+pub mod summary;
+
+pub use normalize::{NormalizeOptions, NormalizeReport, normalize};

@@ -1,0 +1,122 @@
+//! Input discovery and the path each input is recorded under.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+
+/// One input file and the path outputs call it by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputFile {
+    /// Where to open it.
+    pub path: PathBuf,
+    /// How it appears in the manifest and in `source_file`: relative, `/`-separated, never an absolute path of
+    /// this machine.
+    pub display: String,
+    /// Its size on disk.
+    pub bytes: u64,
+}
+
+/// Expands the inputs given on the command line into files: files as given, directories walked recursively in
+/// sorted order, skipping hidden entries and anything under `exclude` (the output being written).
+pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFile>> {
+    let exclude = absolute(exclude);
+    let mut files = Vec::new();
+    for input in inputs {
+        let metadata = fs::metadata(input)
+            .with_context(|| format!("cannot read input {}; check the path exists and is readable", input.display()))?;
+        if metadata.is_dir() {
+            let before = files.len();
+            walk(input, input, &exclude, &mut files)?;
+            if files.len() == before {
+                bail!("input directory {} holds no files", input.display());
+            }
+        } else {
+            files.push(InputFile { path: input.clone(), display: display_path(input, input), bytes: metadata.len() });
+        }
+    }
+    Ok(files)
+}
+
+fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> Result<()> {
+    let entries = fs::read_dir(dir).with_context(|| format!("cannot list input directory {}", dir.display()))?;
+    let mut paths = entries
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("cannot list input directory {}", dir.display()))?;
+    paths.sort();
+    for path in paths {
+        let hidden = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if hidden || absolute(&path).starts_with(exclude) {
+            continue;
+        }
+        let metadata = fs::metadata(&path).with_context(|| format!("cannot read input {}", path.display()))?;
+        if metadata.is_dir() {
+            walk(root, &path, exclude, files)?;
+        } else {
+            files.push(InputFile { display: display_path(root, &path), path, bytes: metadata.len() });
+        }
+    }
+    Ok(())
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// The recorded name of `file`, found under the command-line argument `arg` (or equal to it).
+///
+/// Relative arguments are kept as given. Absolute ones become relative to the working directory when inside it,
+/// and otherwise start at the argument's own last component, so no absolute path of the machine is recorded.
+pub fn display_path(arg: &Path, file: &Path) -> String {
+    let shown: PathBuf = if file.is_relative() {
+        file.to_owned()
+    } else if let Some(inside) = std::env::current_dir().ok().and_then(|cwd| file.strip_prefix(cwd).ok()) {
+        inside.to_owned()
+    } else {
+        let rest = file.strip_prefix(arg).unwrap_or(Path::new(""));
+        let base = arg.file_name().map(PathBuf::from).unwrap_or_default();
+        base.join(rest)
+    };
+    let parts: Vec<String> = shown
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+            Component::ParentDir => Some("..".to_owned()),
+            Component::CurDir => Some(".".to_owned()),
+            Component::RootDir | Component::Prefix(_) => None,
+        })
+        .collect();
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_kept_and_absolute_ones_are_not_recorded() {
+        assert_eq!(display_path(Path::new("testdata"), Path::new("testdata/a/b.csv")), "testdata/a/b.csv");
+        assert_eq!(display_path(Path::new("../x.jsonl"), Path::new("../x.jsonl")), "../x.jsonl");
+        let outside = Path::new("/nonexistent-root-for-test/traces");
+        assert_eq!(display_path(outside, &outside.join("m/c.jsonl")), "traces/m/c.jsonl");
+        let file = Path::new("/nonexistent-root-for-test/one.csv");
+        assert_eq!(display_path(file, file), "one.csv");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(display_path(&cwd, &cwd.join("sub/f.csv")), "sub/f.csv");
+    }
+
+    #[test]
+    fn directories_are_walked_sorted_skipping_hidden_and_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for name in ["b/2.csv", "b/1.csv", "a.jsonl", ".hidden/x.csv", "out/requests.parquet", ".c.swp"] {
+            let path = root.join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
+        let files = collect_inputs(&[root.to_owned()], &root.join("out")).unwrap();
+        let names: Vec<_> = files.iter().map(|f| f.path.strip_prefix(root).unwrap().to_owned()).collect();
+        assert_eq!(names, [PathBuf::from("a.jsonl"), "b/1.csv".into(), "b/2.csv".into()]);
+    }
+}

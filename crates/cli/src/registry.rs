@@ -1,0 +1,89 @@
+//! The closed list of adapters the CLI knows, and `--format` values.
+
+use clap::ValueEnum;
+use infertrace_adapter::{Adapter, Confidence};
+use infertrace_adapter_traces::{AzureLlm, Mooncake};
+
+/// Every adapter, in the order `infertrace formats` lists them.
+pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm];
+
+/// Values of `--format`: `auto` or one adapter id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Pick the adapter per file from its first bytes.
+    Auto,
+    /// Mooncake/Kimi JSONL trace.
+    Mooncake,
+    /// Azure LLM inference CSV trace.
+    #[value(name = "azure-llm")]
+    AzureLlm,
+}
+
+impl FormatArg {
+    /// The adapter this value names, or `None` for `auto`.
+    pub fn adapter(self) -> Option<&'static dyn Adapter> {
+        let name = self.to_possible_value().expect("no variant is skipped").get_name().to_owned();
+        ADAPTERS.iter().copied().find(|a| a.id() == name)
+    }
+}
+
+/// The adapter with this id.
+pub fn by_id(id: &str) -> Option<&'static dyn Adapter> {
+    ADAPTERS.iter().copied().find(|a| a.id() == id)
+}
+
+/// Ids of all adapters, comma-separated, for messages.
+pub fn ids() -> String {
+    ADAPTERS.iter().map(|a| a.id()).collect::<Vec<_>>().join(", ")
+}
+
+/// Why no single adapter was chosen for an input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DetectError {
+    /// No adapter claims the input.
+    Unknown,
+    /// Several adapters claim it with the same confidence.
+    Ambiguous(Vec<&'static str>),
+}
+
+/// The adapter that claims `head` with the highest confidence.
+pub fn detect(head: &[u8]) -> Result<&'static dyn Adapter, DetectError> {
+    let claims: Vec<(Confidence, &'static dyn Adapter)> =
+        ADAPTERS.iter().filter_map(|&a| a.detect(head).map(|c| (c, a))).collect();
+    let Some(best) = claims.iter().map(|(c, _)| *c).max() else { return Err(DetectError::Unknown) };
+    let top: Vec<_> = claims.iter().filter(|(c, _)| *c == best).map(|(_, a)| *a).collect();
+    match top.as_slice() {
+        [one] => Ok(*one),
+        many => Err(DetectError::Ambiguous(many.iter().map(|a| a.id()).collect())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_adapter_has_a_format_value_and_back() {
+        let values: Vec<String> = FormatArg::value_variants()
+            .iter()
+            .filter(|v| **v != FormatArg::Auto)
+            .map(|v| v.to_possible_value().unwrap().get_name().to_owned())
+            .collect();
+        let ids: Vec<&str> = ADAPTERS.iter().map(|a| a.id()).collect();
+        assert_eq!(values, ids);
+        for value in FormatArg::value_variants().iter().filter(|v| **v != FormatArg::Auto) {
+            assert!(value.adapter().is_some(), "{value:?}");
+        }
+        assert!(FormatArg::Auto.adapter().is_none());
+    }
+
+    #[test]
+    fn detection_picks_one_adapter_or_says_why_not() {
+        assert_eq!(detect(b"TIMESTAMP,ContextTokens,GeneratedTokens\n").map(|a| a.id()), Ok("azure-llm"));
+        assert_eq!(
+            detect(br#"{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]}"#).map(|a| a.id()),
+            Ok("mooncake")
+        );
+        assert_eq!(detect(b"\x00\x01binary").map(|a| a.id()), Err(DetectError::Unknown));
+    }
+}

@@ -1,0 +1,42 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+
+use indicatif::ProgressBar;
+use infertrace::{NormalizeOptions, NormalizeReport, normalize};
+use infertrace_adapter::ParseOptions;
+
+/// `testdata/` as seen from this crate's directory, where cargo runs its tests: relative, so recorded paths are.
+pub fn testdata() -> PathBuf {
+    PathBuf::from("../../testdata")
+}
+
+/// Normalizes `inputs` into `output` with default assumptions and auto-detection.
+pub fn run(inputs: &[PathBuf], output: &Path) -> NormalizeReport {
+    run_with(inputs, output, ParseOptions::default())
+}
+
+/// Normalizes `inputs` into `output` with `parse` assumptions and auto-detection.
+pub fn run_with(inputs: &[PathBuf], output: &Path, parse: ParseOptions) -> NormalizeReport {
+    let options =
+        NormalizeOptions { inputs: inputs.to_vec(), output: output.to_owned(), format: None, parse, force: false };
+    normalize(&options, &ProgressBar::hidden()).unwrap_or_else(|e| panic!("normalize {inputs:?}: {e:#}"))
+}
+
+/// Every valid input under `testdata/`, sorted.
+pub fn valid_inputs() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for format in ["mooncake", "azure-llm"] {
+        collect(&testdata().join(format), &mut found);
+    }
+    found.sort();
+    found
+}
+
+fn collect(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { collect(&path, found) } else { found.push(path) }
+    }
+}

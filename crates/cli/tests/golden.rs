@@ -1,0 +1,55 @@
+//! One reviewed snapshot per input under `testdata/`: the manifest entry, the three tables read back from
+//! Parquet, and the diagnostics.
+
+mod common;
+
+use std::fmt::Write as _;
+
+use infertrace_schema::Dataset;
+use infertrace_schema::render::render_rows;
+
+fn render(dataset: &Dataset) -> String {
+    let mut out = String::new();
+    let input = &dataset.manifest.inputs[0];
+    writeln!(out, "path: {}", input.path).unwrap();
+    writeln!(out, "format: {} {}", input.format, input.format_version.as_deref().unwrap_or("-")).unwrap();
+    writeln!(out, "compression: {}, clock: {}", input.compression, input.clock_domain).unwrap();
+    writeln!(out, "bytes: {}, sha256: {}", input.bytes, input.sha256).unwrap();
+    writeln!(
+        out,
+        "lines: {}, requests: {}, samples: {}, cache_events: {}",
+        input.lines, input.records.requests, input.records.samples, input.records.cache_events
+    )
+    .unwrap();
+    writeln!(out, "\ndiagnostics: {}", input.diagnostics.total).unwrap();
+    for (kind, summary) in &input.diagnostics.by_kind {
+        for d in &summary.first {
+            writeln!(out, "  {kind} line {}: {}", d.line, d.message).unwrap();
+        }
+        if summary.count > summary.first.len() as u64 {
+            writeln!(out, "  {kind}: {} more", summary.count - summary.first.len() as u64).unwrap();
+        }
+    }
+    for (name, batch) in
+        [("requests", &dataset.requests), ("samples", &dataset.samples), ("cache_events", &dataset.cache_events)]
+    {
+        writeln!(out, "\n{name}: {} rows", batch.num_rows()).unwrap();
+        out.push_str(&render_rows(batch, 8, 2));
+    }
+    out
+}
+
+#[test]
+fn golden() {
+    insta::glob!("../../../testdata", "{mooncake,azure-llm}/*/*.*", |path| {
+        let relative = path.strip_prefix(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata").canonicalize().unwrap(),
+        );
+        let input = common::testdata().join(relative.unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("ds");
+        common::run(&[input], &output);
+        let dataset = Dataset::open(&output).unwrap();
+        insta::assert_snapshot!(render(&dataset));
+    });
+}

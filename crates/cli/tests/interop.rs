@@ -1,0 +1,30 @@
+//! A dataset opens in pyarrow with the column names, types and nullability documented in `schemas/`.
+//!
+//! Needs `python3` with `pyarrow` (`.ci/run` installs it). Outside CI the test is skipped, with a note, when
+//! pyarrow is missing; under CI (`CI` set) a missing pyarrow fails it.
+
+#![allow(clippy::print_stderr)]
+
+mod common;
+
+use std::process::Command;
+
+#[test]
+fn datasets_open_in_pyarrow_as_documented() {
+    let has_pyarrow = Command::new("python3").args(["-c", "import pyarrow"]).output().is_ok_and(|o| o.status.success());
+    if !has_pyarrow {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide python3 with pyarrow (see .ci/run)");
+        eprintln!("skipped: python3 with pyarrow not found (pip install pyarrow)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let report = common::run(&common::valid_inputs(), &dir.path().join("ds"));
+    let output = Command::new("python3")
+        .args(["tests/pyarrow_check.py", report.output.to_str().unwrap(), "../../schemas"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    // 8,819 + 19,366 + 11 + 4 + 2 (Azure) + 2 + 2 + 12,031 + 14 + 5 (Mooncake), per testdata/README.md.
+    assert!(stdout.contains("requests: 40256 rows, 43 columns as documented"), "{stdout}");
+}

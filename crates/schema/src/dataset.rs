@@ -1,0 +1,343 @@
+//! Writing and reading a dataset directory: `requests.parquet`, `samples.parquet`, `cache_events.parquet` and
+//! `manifest.json`.
+//!
+//! The writer streams: rows go to Arrow builders, every [`BATCH_ROWS`] rows become a record batch handed to the
+//! Parquet writer, which flushes a row group every [`ROW_GROUP_ROWS`] rows, so memory does not grow with the input.
+//! Everything is written into a temporary sibling directory that is renamed into place by [`DatasetWriter::finish`]:
+//! an interrupted run leaves the previous dataset (or nothing), never half of a new one.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+
+use arrow::array::RecordBatch;
+use arrow::compute::concat_batches;
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+
+use crate::manifest::{Manifest, RowCounts};
+use crate::table::{Table, TableBuilder};
+use crate::tables::{CacheEvent, EngineSample, RequestRow};
+
+/// Version of the canonical schema written by this crate. Readers refuse datasets of a newer version.
+pub const SCHEMA_VERSION: u32 = 1;
+/// Parquet key-value metadata key holding [`SCHEMA_VERSION`].
+pub const SCHEMA_VERSION_KEY: &str = "infertrace.schema_version";
+/// Parquet key-value metadata key holding the table name.
+pub const TABLE_KEY: &str = "infertrace.table";
+/// File name of the manifest inside a dataset.
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// Rows accumulated in builders before they become one record batch.
+pub const BATCH_ROWS: usize = 8192;
+/// Rows per Parquet row group.
+pub const ROW_GROUP_ROWS: usize = 128 * 1024;
+
+/// Why a dataset could not be written or read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DatasetError {
+    /// A file-system operation failed.
+    #[error("cannot {action} {}", path.display())]
+    Io {
+        /// What was attempted (`create`, `rename`, `read`, …).
+        action: &'static str,
+        /// The path concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Parquet encoding or decoding failed.
+    #[error("cannot {action} parquet file {}", path.display())]
+    Parquet {
+        /// What was attempted.
+        action: &'static str,
+        /// The file concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    /// The output exists and replacing it was not asked for.
+    #[error("output {} already exists; pass --force to replace it", path.display())]
+    Exists {
+        /// The existing output.
+        path: PathBuf,
+    },
+    /// The dataset was written by a newer infertrace.
+    #[error(
+        "{} has schema version {found}, newer than the {supported} this infertrace reads; upgrade infertrace",
+        path.display()
+    )]
+    NewerSchema {
+        /// The file concerned.
+        path: PathBuf,
+        /// Version found in the file.
+        found: u32,
+        /// Newest version this crate reads.
+        supported: u32,
+    },
+    /// The file does not carry infertrace metadata.
+    #[error("{} is not an infertrace table (no valid {SCHEMA_VERSION_KEY} metadata)", path.display())]
+    NotInfertrace {
+        /// The file concerned.
+        path: PathBuf,
+    },
+    /// The manifest is not valid JSON of the expected shape.
+    #[error("invalid manifest {}", path.display())]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+type Result<T, E = DatasetError> = std::result::Result<T, E>;
+
+fn io_error<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> DatasetError + 'p {
+    move |source| DatasetError::Io { action, path: path.to_owned(), source }
+}
+
+/// Streams rows into a new dataset directory.
+#[derive(Debug)]
+pub struct DatasetWriter {
+    final_dir: PathBuf,
+    temp_dir: PathBuf,
+    replace: bool,
+    requests: TableWriter<RequestRow>,
+    samples: TableWriter<EngineSample>,
+    cache_events: TableWriter<CacheEvent>,
+    finished: bool,
+}
+
+struct TableWriter<T: Table> {
+    path: PathBuf,
+    builder: T::Builder,
+    writer: Option<ArrowWriter<BufWriter<File>>>,
+    rows: u64,
+}
+
+impl<T: Table> std::fmt::Debug for TableWriter<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableWriter").field("path", &self.path).field("rows", &self.rows).finish_non_exhaustive()
+    }
+}
+
+impl<T: Table> TableWriter<T> {
+    fn create(dir: &Path) -> Result<Self> {
+        let path = dir.join(format!("{}.parquet", T::NAME));
+        let file = File::create(&path).map_err(io_error("create", &path))?;
+        let properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("3 is a valid zstd level")))
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .set_key_value_metadata(Some(vec![
+                KeyValue::new(SCHEMA_VERSION_KEY.to_owned(), SCHEMA_VERSION.to_string()),
+                KeyValue::new(TABLE_KEY.to_owned(), T::NAME.to_owned()),
+            ]))
+            .build();
+        let writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
+            .map_err(|source| DatasetError::Parquet { action: "create", path: path.clone(), source })?;
+        Ok(Self { path, builder: T::Builder::default(), writer: Some(writer), rows: 0 })
+    }
+
+    fn append(&mut self, row: &T) -> Result<()> {
+        self.builder.append(row);
+        self.rows += 1;
+        if self.builder.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.builder.is_empty() {
+            return Ok(());
+        }
+        let batch = self.builder.finish();
+        let writer = self.writer.as_mut().expect("writer is present until close");
+        writer.write(&batch).map_err(|source| DatasetError::Parquet {
+            action: "write",
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.flush()?;
+        let writer = self.writer.take().expect("close is called once");
+        let mut out = writer.into_inner().map_err(|source| DatasetError::Parquet {
+            action: "finish",
+            path: self.path.clone(),
+            source,
+        })?;
+        out.flush().map_err(io_error("write", &self.path))?;
+        out.get_ref().sync_all().map_err(io_error("sync", &self.path))
+    }
+}
+
+impl DatasetWriter {
+    /// Starts a dataset that will appear at `dir` when [`finish`](Self::finish) succeeds.
+    ///
+    /// Fails with [`DatasetError::Exists`] when `dir` exists and `replace` is false, before anything is written.
+    pub fn create(dir: &Path, replace: bool) -> Result<Self> {
+        if !replace && fs::symlink_metadata(dir).is_ok() {
+            return Err(DatasetError::Exists { path: dir.to_owned() });
+        }
+        let temp_dir = sibling(dir, "tmp");
+        if temp_dir.exists() {
+            // Left by an interrupted run: it was never a complete dataset.
+            fs::remove_dir_all(&temp_dir).map_err(io_error("remove stale", &temp_dir))?;
+        }
+        if let Some(parent) = temp_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).map_err(io_error("create", parent))?;
+        }
+        fs::create_dir(&temp_dir).map_err(io_error("create", &temp_dir))?;
+        Ok(Self {
+            final_dir: dir.to_owned(),
+            replace,
+            requests: TableWriter::create(&temp_dir)?,
+            samples: TableWriter::create(&temp_dir)?,
+            cache_events: TableWriter::create(&temp_dir)?,
+            temp_dir,
+            finished: false,
+        })
+    }
+
+    /// Appends one request row.
+    pub fn push_request(&mut self, row: &RequestRow) -> Result<()> {
+        self.requests.append(row)
+    }
+
+    /// Appends one engine sample.
+    pub fn push_sample(&mut self, row: &EngineSample) -> Result<()> {
+        self.samples.append(row)
+    }
+
+    /// Appends one cache event.
+    pub fn push_cache_event(&mut self, row: &CacheEvent) -> Result<()> {
+        self.cache_events.append(row)
+    }
+
+    /// Rows appended so far, per table.
+    pub fn rows(&self) -> RowCounts {
+        RowCounts { requests: self.requests.rows, samples: self.samples.rows, cache_events: self.cache_events.rows }
+    }
+
+    /// Closes the tables, writes `manifest` (with its row counts set to what was written) and moves the dataset
+    /// into place, replacing an existing one if the writer was created with `replace`.
+    pub fn finish(mut self, mut manifest: Manifest) -> Result<Manifest> {
+        self.requests.close()?;
+        self.samples.close()?;
+        self.cache_events.close()?;
+        manifest.rows = self.rows();
+        let manifest_path = self.temp_dir.join(MANIFEST_FILE);
+        fs::write(&manifest_path, manifest_json(&manifest)).map_err(io_error("write", &manifest_path))?;
+
+        let old = sibling(&self.final_dir, "old");
+        let existed = fs::symlink_metadata(&self.final_dir).is_ok();
+        if existed {
+            if !self.replace {
+                return Err(DatasetError::Exists { path: self.final_dir.clone() });
+            }
+            if old.exists() {
+                fs::remove_dir_all(&old).map_err(io_error("remove stale", &old))?;
+            }
+            fs::rename(&self.final_dir, &old).map_err(io_error("move aside", &self.final_dir))?;
+        }
+        fs::rename(&self.temp_dir, &self.final_dir).map_err(io_error("move into place", &self.final_dir))?;
+        self.finished = true;
+        if existed {
+            let removed = if old.is_dir() { fs::remove_dir_all(&old) } else { fs::remove_file(&old) };
+            removed.map_err(io_error("remove previous", &old))?;
+        }
+        Ok(manifest)
+    }
+}
+
+impl Drop for DatasetWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Best effort: an unfinished dataset must not be mistaken for a complete one.
+            let _ = fs::remove_dir_all(&self.temp_dir);
+        }
+    }
+}
+
+/// `dir`'s hidden sibling used while writing (`tmp`) or while replacing (`old`).
+fn sibling(dir: &Path, role: &str) -> PathBuf {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "dataset".to_owned());
+    dir.with_file_name(format!(".{name}.infertrace-{role}"))
+}
+
+/// The manifest as written to disk: pretty JSON with a final newline.
+pub fn manifest_json(manifest: &Manifest) -> String {
+    let mut text = serde_json::to_string_pretty(manifest).expect("a manifest always serializes");
+    text.push('\n');
+    text
+}
+
+/// A dataset read fully into memory.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// All request rows.
+    pub requests: RecordBatch,
+    /// All engine samples.
+    pub samples: RecordBatch,
+    /// All cache events.
+    pub cache_events: RecordBatch,
+}
+
+impl Dataset {
+    /// Reads the dataset at `dir`, checking the schema version of every file.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let manifest_path = dir.join(MANIFEST_FILE);
+        let text = fs::read_to_string(&manifest_path).map_err(io_error("read", &manifest_path))?;
+        let manifest: Manifest = serde_json::from_str(&text)
+            .map_err(|source| DatasetError::Manifest { path: manifest_path.clone(), source })?;
+        if manifest.schema_version > SCHEMA_VERSION {
+            return Err(DatasetError::NewerSchema {
+                path: manifest_path,
+                found: manifest.schema_version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Ok(Self {
+            manifest,
+            requests: read_table::<RequestRow>(dir)?,
+            samples: read_table::<EngineSample>(dir)?,
+            cache_events: read_table::<CacheEvent>(dir)?,
+        })
+    }
+}
+
+/// Reads one table of the dataset at `dir` into a single batch, checking its schema version.
+pub fn read_table<T: Table>(dir: &Path) -> Result<RecordBatch> {
+    let path = dir.join(format!("{}.parquet", T::NAME));
+    let parquet_error = |action| {
+        let path = path.clone();
+        move |source| DatasetError::Parquet { action, path, source }
+    };
+    let file = File::open(&path).map_err(io_error("open", &path))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_error("read"))?;
+    let version = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kvs| kvs.iter().find(|kv| kv.key == SCHEMA_VERSION_KEY))
+        .and_then(|kv| kv.value.as_deref()?.parse::<u32>().ok())
+        .ok_or_else(|| DatasetError::NotInfertrace { path: path.clone() })?;
+    if version > SCHEMA_VERSION {
+        return Err(DatasetError::NewerSchema { path, found: version, supported: SCHEMA_VERSION });
+    }
+    let schema = builder.schema().clone();
+    let batches = builder
+        .build()
+        .map_err(parquet_error("read"))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| parquet_error("decode")(parquet::errors::ParquetError::from(e)))?;
+    concat_batches(&schema, &batches).map_err(|e| parquet_error("decode")(parquet::errors::ParquetError::from(e)))
+}

@@ -1,0 +1,171 @@
+//! Column kinds: how a Rust field value becomes an Arrow column.
+//!
+//! Each kind names its Arrow type, its builder and the spelling of the type that pyarrow prints, which is what
+//! `schemas/*.json` records so that the interop test can compare types as strings.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayBuilder, Float64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder, TimestampNanosecondBuilder,
+    UInt16Builder, UInt32Builder, UInt64Builder,
+};
+use arrow::datatypes::{DataType, Field, Int32Type, TimeUnit};
+
+/// How values of one column are typed, built and documented.
+pub trait ColumnKind {
+    /// The Rust value of one cell.
+    type Value;
+    /// The Arrow builder the column is accumulated in.
+    type Builder: ArrayBuilder;
+    /// The Arrow type of the column.
+    fn data_type() -> DataType;
+    /// The type as pyarrow prints it (`str(pa_type)`), used in the generated documentation.
+    fn type_name() -> &'static str;
+    /// A builder with room for `capacity` rows.
+    fn builder(capacity: usize) -> Self::Builder;
+    /// Appends one cell, `None` being null.
+    fn append(builder: &mut Self::Builder, value: Option<&Self::Value>);
+}
+
+/// Plain UTF-8 strings, for high-cardinality text such as request ids.
+#[derive(Debug)]
+pub enum Utf8 {}
+
+impl ColumnKind for Utf8 {
+    type Value = String;
+    type Builder = StringBuilder;
+    fn data_type() -> DataType {
+        DataType::Utf8
+    }
+    fn type_name() -> &'static str {
+        "string"
+    }
+    fn builder(capacity: usize) -> StringBuilder {
+        StringBuilder::with_capacity(capacity, capacity * 16)
+    }
+    fn append(builder: &mut StringBuilder, value: Option<&String>) {
+        builder.append_option(value);
+    }
+}
+
+/// Dictionary-encoded strings (`Int32` keys), for small-cardinality text such as model names and statuses.
+///
+/// `T` is the Rust value: `String`, or one of the closed vocabularies such as [`crate::Status`].
+#[derive(Debug)]
+pub struct Dict<T>(PhantomData<T>);
+
+impl<T: AsRef<str>> ColumnKind for Dict<T> {
+    type Value = T;
+    type Builder = StringDictionaryBuilder<Int32Type>;
+    fn data_type() -> DataType {
+        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+    }
+    fn type_name() -> &'static str {
+        "dictionary<values=string, indices=int32, ordered=0>"
+    }
+    fn builder(_capacity: usize) -> Self::Builder {
+        StringDictionaryBuilder::new()
+    }
+    fn append(builder: &mut Self::Builder, value: Option<&T>) {
+        match value {
+            Some(v) => {
+                builder.append_value(v.as_ref());
+            }
+            None => builder.append_null(),
+        }
+    }
+}
+
+/// Instants as nanoseconds since the Unix epoch, UTC.
+#[derive(Debug)]
+pub enum Time {}
+
+/// The time zone every timestamp column carries.
+pub const TIME_ZONE: &str = "UTC";
+
+impl ColumnKind for Time {
+    type Value = i64;
+    type Builder = TimestampNanosecondBuilder;
+    fn data_type() -> DataType {
+        DataType::Timestamp(TimeUnit::Nanosecond, Some(TIME_ZONE.into()))
+    }
+    fn type_name() -> &'static str {
+        "timestamp[ns, tz=UTC]"
+    }
+    fn builder(capacity: usize) -> Self::Builder {
+        TimestampNanosecondBuilder::with_capacity(capacity).with_timezone(TIME_ZONE)
+    }
+    fn append(builder: &mut Self::Builder, value: Option<&i64>) {
+        builder.append_option(value.copied());
+    }
+}
+
+macro_rules! primitive_kind {
+    ($(#[$meta:meta])* $kind:ident, $value:ty, $builder:ty, $data_type:expr, $name:literal) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub enum $kind {}
+
+        impl ColumnKind for $kind {
+            type Value = $value;
+            type Builder = $builder;
+            fn data_type() -> DataType {
+                $data_type
+            }
+            fn type_name() -> &'static str {
+                $name
+            }
+            fn builder(capacity: usize) -> Self::Builder {
+                <$builder>::with_capacity(capacity)
+            }
+            fn append(builder: &mut Self::Builder, value: Option<&$value>) {
+                builder.append_option(value.copied());
+            }
+        }
+    };
+}
+
+primitive_kind!(
+    /// 64-bit floats: durations in seconds, ratios, sample values.
+    F64, f64, Float64Builder, DataType::Float64, "double"
+);
+primitive_kind!(
+    /// 16-bit unsigned integers: HTTP statuses.
+    U16, u16, UInt16Builder, DataType::UInt16, "uint16"
+);
+primitive_kind!(
+    /// 32-bit unsigned integers: token and block counts.
+    U32, u32, UInt32Builder, DataType::UInt32, "uint32"
+);
+primitive_kind!(
+    /// 64-bit unsigned integers: bytes, hashes, line numbers.
+    U64, u64, UInt64Builder, DataType::UInt64, "uint64"
+);
+
+/// Lists of 64-bit unsigned integers: chained prefix block hashes.
+#[derive(Debug)]
+pub enum U64List {}
+
+impl ColumnKind for U64List {
+    type Value = Vec<u64>;
+    type Builder = ListBuilder<UInt64Builder>;
+    fn data_type() -> DataType {
+        DataType::List(Arc::new(Field::new_list_field(DataType::UInt64, true)))
+    }
+    fn type_name() -> &'static str {
+        "list<item: uint64>"
+    }
+    fn builder(capacity: usize) -> Self::Builder {
+        ListBuilder::with_capacity(UInt64Builder::new(), capacity)
+    }
+    fn append(builder: &mut Self::Builder, value: Option<&Vec<u64>>) {
+        match value {
+            Some(values) => {
+                builder.values().append_slice(values);
+                builder.append(true);
+            }
+            None => builder.append_null(),
+        }
+    }
+}

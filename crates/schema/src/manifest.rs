@@ -1,0 +1,167 @@
+//! `manifest.json`: what a dataset was made from and under which assumptions.
+//!
+//! It holds no wall-clock time and no absolute path, and every map in it is ordered, so that the same inputs and
+//! options give byte-identical manifests.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::vocab::ClockDomain;
+
+/// The manifest of one dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Version of the canonical schema the tables follow ([`crate::SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The program that wrote the dataset.
+    pub producer: Producer,
+    /// Assumptions applied to inputs that do not carry the information themselves.
+    pub assumptions: Assumptions,
+    /// One entry per input file, in processing order.
+    pub inputs: Vec<InputEntry>,
+    /// Rows per table in the whole dataset.
+    pub rows: RowCounts,
+}
+
+/// The program that wrote a dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Producer {
+    /// Program name.
+    pub name: String,
+    /// Program version.
+    pub version: String,
+}
+
+/// Assumptions applied while normalizing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assumptions {
+    /// Year given to timestamps that lack one (`--year`); null when none was given.
+    pub year: Option<i32>,
+    /// UTC offset of timestamps that carry no zone (`--utc-offset`), as `+HH:MM`.
+    pub utc_offset: String,
+    /// Instant that relative trace times count from (`--start`), RFC 3339.
+    pub start: String,
+}
+
+/// What one input file contributed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputEntry {
+    /// Path as given on the command line (relative), or below the directory given.
+    pub path: String,
+    /// Size of the file as stored (compressed if it is).
+    pub bytes: u64,
+    /// SHA-256 of the file as stored, lower-case hex.
+    pub sha256: String,
+    /// Compression detected from the magic bytes: `none`, `gzip` or `zstd`.
+    pub compression: String,
+    /// Format id of the adapter that parsed it.
+    pub format: String,
+    /// Format generation detected, when the format has several.
+    pub format_version: Option<String>,
+    /// How the input's times relate to UTC.
+    pub clock_domain: ClockDomain,
+    /// Lines (or records, for formats without lines) read.
+    pub lines: u64,
+    /// Rows emitted per table.
+    pub records: RowCounts,
+    /// Lines that could not be used, by kind.
+    pub diagnostics: DiagnosticSummary,
+}
+
+/// Rows per table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowCounts {
+    /// Rows of `requests`.
+    pub requests: u64,
+    /// Rows of `samples`.
+    pub samples: u64,
+    /// Rows of `cache_events`.
+    pub cache_events: u64,
+}
+
+impl RowCounts {
+    /// All rows.
+    pub fn total(&self) -> u64 {
+        self.requests + self.samples + self.cache_events
+    }
+}
+
+impl std::ops::AddAssign for RowCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.requests += other.requests;
+        self.samples += other.samples;
+        self.cache_events += other.cache_events;
+    }
+}
+
+/// Diagnostics of one input, by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagnosticSummary {
+    /// All diagnostics.
+    pub total: u64,
+    /// Per kind (`malformed-json`, `missing-field`, …), ordered by name.
+    pub by_kind: BTreeMap<String, KindSummary>,
+}
+
+/// Diagnostics of one kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindSummary {
+    /// How many.
+    pub count: u64,
+    /// The first few, in line order.
+    pub first: Vec<DiagnosticSample>,
+}
+
+/// One diagnostic kept as an example.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagnosticSample {
+    /// 1-based line (or record) number.
+    pub line: u64,
+    /// What was wrong, without the line's content.
+    pub message: String,
+}
+
+impl DiagnosticSummary {
+    /// How many examples of each kind are kept.
+    pub const EXAMPLES_PER_KIND: usize = 5;
+
+    /// Counts one diagnostic, keeping it as an example while fewer than [`Self::EXAMPLES_PER_KIND`] are kept.
+    pub fn record(&mut self, kind: &str, line: u64, message: impl Into<String>) {
+        self.total += 1;
+        let entry = self.by_kind.entry(kind.to_owned()).or_default();
+        entry.count += 1;
+        if entry.first.len() < Self::EXAMPLES_PER_KIND {
+            entry.first.push(DiagnosticSample { line, message: message.into() });
+        }
+    }
+}
+
+/// Field documentation of `manifest.json`, in the order of the generated reference: dotted path and meaning.
+/// A test checks it against the fields the manifest really serializes.
+pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
+    ("schema_version", "Version of the canonical schema the tables follow."),
+    ("producer.name", "Program that wrote the dataset."),
+    ("producer.version", "Its version."),
+    ("assumptions.year", "Year given to timestamps that lack one (`--year`), or null."),
+    ("assumptions.utc_offset", "UTC offset applied to timestamps without a zone (`--utc-offset`), `+HH:MM`."),
+    ("assumptions.start", "Instant relative trace times count from (`--start`), RFC 3339."),
+    ("inputs[].path", "Input path as given on the command line, or below the directory given; never absolute."),
+    ("inputs[].bytes", "Size of the file as stored."),
+    ("inputs[].sha256", "SHA-256 of the file as stored, hex."),
+    ("inputs[].compression", "`none`, `gzip` or `zstd`, from the magic bytes."),
+    ("inputs[].format", "Format id of the adapter that parsed the file."),
+    ("inputs[].format_version", "Format generation detected, or null."),
+    ("inputs[].clock_domain", "`utc`, `assumed-offset` or `relative`: how the file's times were made absolute."),
+    ("inputs[].lines", "Lines (records for CSV) read."),
+    ("inputs[].records.requests", "Request rows emitted from the file."),
+    ("inputs[].records.samples", "Sample rows emitted from the file."),
+    ("inputs[].records.cache_events", "Cache-event rows emitted from the file."),
+    ("inputs[].diagnostics.total", "Lines that could not be used, or were used with a caveat."),
+    ("inputs[].diagnostics.by_kind.<kind>.count", "Diagnostics of that kind."),
+    ("inputs[].diagnostics.by_kind.<kind>.first[].line", "Line of one of the first few."),
+    ("inputs[].diagnostics.by_kind.<kind>.first[].message", "What was wrong, without the line's content."),
+    ("rows.requests", "Rows of `requests.parquet`."),
+    ("rows.samples", "Rows of `samples.parquet`."),
+    ("rows.cache_events", "Rows of `cache_events.parquet`."),
+];

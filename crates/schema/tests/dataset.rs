@@ -1,0 +1,299 @@
+//! The dataset writer and reader: round trip of every column, version checks, atomic placement.
+
+use std::fs;
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::{Float64Type, TimestampNanosecondType, UInt16Type, UInt32Type, UInt64Type};
+use infertrace_schema::{
+    Assumptions, CacheEvent, CacheEventKind, CacheTier, Dataset, DatasetError, DatasetWriter, DiagnosticSummary,
+    EngineSample, MANIFEST_FIELDS, Manifest, Producer, RequestRow, RowCounts, SCHEMA_VERSION, Status, Table,
+    WorkloadClass, cache_event, metrics, request, sample,
+};
+
+/// Name, type and nullability of every column: what a reader relies on (metadata and dictionary ids aside).
+fn columns(schema: &arrow::datatypes::Schema) -> Vec<(String, arrow::datatypes::DataType, bool)> {
+    schema.fields().iter().map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable())).collect()
+}
+
+fn manifest() -> Manifest {
+    Manifest {
+        schema_version: SCHEMA_VERSION,
+        producer: Producer { name: "test".into(), version: "0".into() },
+        assumptions: Assumptions {
+            year: Some(2025),
+            utc_offset: "+00:00".into(),
+            start: "1970-01-01T00:00:00Z".into(),
+        },
+        inputs: vec![],
+        rows: RowCounts::default(),
+    }
+}
+
+/// A request with every column set to a distinct value.
+fn full_request() -> RequestRow {
+    RequestRow {
+        request_id: "cmpl-1".into(),
+        source: "vllm-log".into(),
+        model: Some("llama".into()),
+        session_id: Some("s1".into()),
+        turn: Some(3),
+        instance: Some("node-0".into()),
+        prefill_instance: Some("p0".into()),
+        decode_instance: Some("d0".into()),
+        arrival_time: Some(1_000),
+        scheduled_time: Some(2_000),
+        first_token_time: Some(3_000),
+        prefill_end_time: Some(2_900),
+        decode_start_time: Some(3_100),
+        last_token_time: Some(9_000),
+        completion_time: Some(9_500),
+        queue_s: Some(0.25),
+        prefill_s: Some(0.5),
+        ttft_s: Some(1.5),
+        tpot_s: Some(0.02),
+        decode_s: Some(4.0),
+        e2e_s: Some(6.0),
+        kv_transfer_s: Some(0.1),
+        kv_transfer_bytes: Some(u64::MAX),
+        input_tokens: Some(4096),
+        cached_tokens: Some(2048),
+        cached_tokens_gpu: Some(1024),
+        cached_tokens_cpu: Some(512),
+        cached_tokens_disk: Some(256),
+        cached_tokens_remote: Some(256),
+        output_tokens: Some(300),
+        reasoning_tokens: Some(200),
+        max_tokens: Some(1024),
+        prefix_hashes: Some(vec![7, u64::MAX]),
+        block_size: Some(16),
+        retrieved_docs: Some(4),
+        tool_calls: Some(2),
+        workload_class: Some(WorkloadClass::Agent),
+        status: Status::Timeout,
+        finish_reason: Some("length".into()),
+        http_status: Some(504),
+        error: Some("deadline".into()),
+        source_file: Some("logs/a.log".into()),
+        source_line: Some(42),
+    }
+}
+
+#[test]
+fn every_request_column_survives_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    let mut writer = DatasetWriter::create(&out, false).unwrap();
+    writer.push_request(&full_request()).unwrap();
+    writer
+        .push_request(&RequestRow { request_id: "bare".into(), source: "mooncake".into(), ..Default::default() })
+        .unwrap();
+    writer
+        .push_sample(&EngineSample {
+            time: 5,
+            source: "vllm-log".into(),
+            instance: None,
+            metric: metrics::KV_CACHE_USAGE.into(),
+            value: 0.75,
+            source_file: None,
+            source_line: Some(9),
+        })
+        .unwrap();
+    writer
+        .push_cache_event(&CacheEvent {
+            time: Some(6),
+            source: "vllm-kv-events".into(),
+            tier: Some(CacheTier::Cpu),
+            event: CacheEventKind::Lookup,
+            blocks: Some(8),
+            hit_blocks: Some(5),
+            latency_s: Some(0.001),
+            ..Default::default()
+        })
+        .unwrap();
+    let written = writer.finish(manifest()).unwrap();
+    assert_eq!(written.rows, RowCounts { requests: 2, samples: 1, cache_events: 1 });
+
+    let dataset = Dataset::open(&out).unwrap();
+    assert_eq!(dataset.manifest, written);
+    let r = &dataset.requests;
+    assert_eq!(columns(&r.schema()), columns(&RequestRow::schema()));
+    assert_eq!(r.schema().metadata()["infertrace.schema_version"], "1");
+    let col = |name: &str| r.column_by_name(name).unwrap().clone();
+    let text = |name: &str| {
+        let array = col(name);
+        let dict = array.as_dictionary::<arrow::datatypes::Int32Type>();
+        let values = dict.values().as_string::<i32>();
+        dict.keys().iter().map(|k| k.map(|k| values.value(k as usize).to_owned())).collect::<Vec<_>>()
+    };
+    assert_eq!(col(request::REQUEST_ID).as_string::<i32>().value(0), "cmpl-1");
+    assert_eq!(text(request::SOURCE), [Some("vllm-log".into()), Some("mooncake".into())]);
+    assert_eq!(text(request::WORKLOAD_CLASS), [Some("agent".into()), None]);
+    assert_eq!(text(request::STATUS), [Some("timeout".into()), Some("unknown".into())]);
+    assert_eq!(text(request::DECODE_INSTANCE), [Some("d0".into()), None]);
+    let times = col(request::COMPLETION_TIME);
+    assert_eq!(times.as_primitive::<TimestampNanosecondType>().value(0), 9_500);
+    assert!(times.is_null(1));
+    assert_eq!(col(request::TPOT_S).as_primitive::<Float64Type>().value(0), 0.02);
+    assert_eq!(col(request::KV_TRANSFER_BYTES).as_primitive::<UInt64Type>().value(0), u64::MAX);
+    assert_eq!(col(request::REASONING_TOKENS).as_primitive::<UInt32Type>().value(0), 200);
+    assert_eq!(col(request::HTTP_STATUS).as_primitive::<UInt16Type>().value(0), 504);
+    let hashes = col(request::PREFIX_HASHES);
+    let hashes = hashes.as_list::<i32>();
+    assert_eq!(hashes.value(0).as_primitive::<UInt64Type>().values().to_vec(), [7, u64::MAX]);
+    assert!(hashes.is_null(1));
+    // Every nullable column of the bare row is null; the three required ones are not.
+    for (i, field) in r.schema().fields().iter().enumerate() {
+        assert_eq!(r.column(i).is_null(1), field.is_nullable(), "{}", field.name());
+    }
+    assert_eq!(dataset.samples.column_by_name(sample::VALUE).unwrap().as_primitive::<Float64Type>().value(0), 0.75);
+    let hit = dataset.cache_events.column_by_name(cache_event::HIT_BLOCKS).unwrap();
+    assert_eq!(hit.as_primitive::<UInt32Type>().value(0), 5);
+}
+
+#[test]
+fn empty_tables_keep_their_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    DatasetWriter::create(&out, false).unwrap().finish(manifest()).unwrap();
+    let dataset = Dataset::open(&out).unwrap();
+    assert_eq!(dataset.requests.num_rows(), 0);
+    assert_eq!(columns(&dataset.requests.schema()), columns(&RequestRow::schema()));
+    assert_eq!(columns(&dataset.samples.schema()), columns(&EngineSample::schema()));
+    assert_eq!(columns(&dataset.cache_events.schema()), columns(&CacheEvent::schema()));
+}
+
+#[test]
+fn many_rows_span_batches_and_row_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    let mut writer = DatasetWriter::create(&out, false).unwrap();
+    let n = infertrace_schema::ROW_GROUP_ROWS + 1000;
+    for i in 0..n {
+        let row = RequestRow {
+            request_id: i.to_string(),
+            source: "t".into(),
+            input_tokens: Some(i as u32),
+            ..Default::default()
+        };
+        writer.push_request(&row).unwrap();
+    }
+    writer.finish(manifest()).unwrap();
+    let dataset = Dataset::open(&out).unwrap();
+    let tokens = dataset.requests.column_by_name(request::INPUT_TOKENS).unwrap().as_primitive::<UInt32Type>().clone();
+    assert_eq!(tokens.len(), n);
+    assert!(tokens.iter().enumerate().all(|(i, t)| t == Some(i as u32)));
+}
+
+#[test]
+fn an_unfinished_writer_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    {
+        let mut writer = DatasetWriter::create(&out, false).unwrap();
+        writer.push_request(&full_request()).unwrap();
+        // Dropped without finish, as when an input fails half-way.
+    }
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn readers_refuse_newer_schema_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    let mut newer = manifest();
+    newer.schema_version = SCHEMA_VERSION;
+    DatasetWriter::create(&out, false).unwrap().finish(newer).unwrap();
+    let path = out.join("manifest.json");
+    let text = fs::read_to_string(&path).unwrap().replace("\"schema_version\": 1", "\"schema_version\": 99");
+    fs::write(&path, text).unwrap();
+    let error = Dataset::open(&out).unwrap_err();
+    assert!(matches!(error, DatasetError::NewerSchema { found: 99, supported: 1, .. }), "{error}");
+    assert!(error.to_string().contains("upgrade infertrace"));
+}
+
+#[test]
+fn manifest_field_docs_match_what_is_serialized() {
+    let mut m = manifest();
+    let mut diagnostics = DiagnosticSummary::default();
+    diagnostics.record("kind", 1, "message");
+    m.inputs.push(infertrace_schema::InputEntry {
+        path: "p".into(),
+        bytes: 1,
+        sha256: "s".into(),
+        compression: "none".into(),
+        format: "f".into(),
+        format_version: None,
+        clock_domain: infertrace_schema::ClockDomain::Utc,
+        lines: 1,
+        records: RowCounts::default(),
+        diagnostics,
+    });
+    fn paths(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, v) in map {
+                    let key = if prefix.ends_with("by_kind") { "<kind>" } else { key };
+                    let p = if prefix.is_empty() { key.to_owned() } else { format!("{prefix}.{key}") };
+                    paths(&p, v, out);
+                }
+            }
+            serde_json::Value::Array(items) => paths(&format!("{prefix}[]"), &items[0], out),
+            _ => out.push(prefix.to_owned()),
+        }
+    }
+    let mut serialized = Vec::new();
+    paths("", &serde_json::to_value(&m).unwrap(), &mut serialized);
+    let mut documented: Vec<String> = MANIFEST_FIELDS.iter().map(|(p, _)| (*p).to_owned()).collect();
+    serialized.sort();
+    documented.sort();
+    assert_eq!(serialized, documented);
+}
+
+#[test]
+fn diagnostic_summary_keeps_five_examples_per_kind() {
+    let mut summary = DiagnosticSummary::default();
+    for line in 1..=7 {
+        summary.record("malformed-json", line, format!("bad {line}"));
+    }
+    summary.record("missing-field", 9, "x");
+    assert_eq!(summary.total, 8);
+    let malformed = &summary.by_kind["malformed-json"];
+    assert_eq!(malformed.count, 7);
+    assert_eq!(malformed.first.iter().map(|d| d.line).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn durations_are_derived_from_instants() {
+    const S: i64 = 1_000_000_000;
+    let mut row = RequestRow {
+        arrival_time: Some(10 * S),
+        scheduled_time: Some(10 * S + S / 4),
+        first_token_time: Some(12 * S),
+        last_token_time: Some(17 * S),
+        completion_time: Some(17 * S + S / 2),
+        output_tokens: Some(101),
+        ..Default::default()
+    };
+    assert!(row.fill_durations().is_empty());
+    assert_eq!(row.queue_s, Some(0.25));
+    assert_eq!(row.prefill_s, Some(1.75), "no prefill_end_time: first token ends prefill");
+    assert_eq!(row.ttft_s, Some(2.0));
+    assert_eq!(row.decode_s, Some(5.0));
+    assert_eq!(row.tpot_s, Some(0.05), "5 s over 100 tokens after the first");
+    assert_eq!(row.e2e_s, Some(7.5));
+
+    // Given durations are kept; a negative one is reported and left null.
+    let mut row = RequestRow {
+        arrival_time: Some(5 * S),
+        first_token_time: Some(4 * S),
+        last_token_time: Some(6 * S),
+        ttft_s: None,
+        e2e_s: Some(9.0),
+        output_tokens: Some(1),
+        ..Default::default()
+    };
+    assert_eq!(row.fill_durations(), [request::TTFT_S]);
+    assert_eq!(row.ttft_s, None);
+    assert_eq!(row.e2e_s, Some(9.0));
+    assert_eq!(row.tpot_s, None, "a single output token has no time per output token");
+}
