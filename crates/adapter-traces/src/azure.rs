@@ -17,7 +17,7 @@ use std::io::BufRead;
 
 use infertrace_adapter::time::parse_datetime;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
 
@@ -91,7 +91,8 @@ impl Adapter for AzureLlm {
         let mut columns = None;
         let mut multimodal = false;
         let mut zones = Zones::default();
-        while let Some((line_no, line)) = lines.next_text(sink)? {
+        while let Some((line_no, bytes)) = lines.next_bytes()? {
+            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
             let line = if line_no == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
             if line.trim_ascii().is_empty() {
                 continue; // A blank line carries nothing to lose.

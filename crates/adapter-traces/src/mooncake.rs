@@ -19,6 +19,7 @@ use std::sync::LazyLock;
 use infertrace_adapter::time::millis_to_nanos;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
+    utf8_line,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
 use regex::bytes::Regex;
@@ -97,7 +98,8 @@ impl Adapter for Mooncake {
     ) -> Result<ParseReport, ParseError> {
         let stem = ctx.source_stem();
         let mut lines = LineReader::new(input);
-        while let Some((line_no, line)) = lines.next_text(sink)? {
+        while let Some((line_no, bytes)) = lines.next_bytes()? {
+            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
             if line.trim_ascii().is_empty() {
                 continue;
             }

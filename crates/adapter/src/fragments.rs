@@ -169,12 +169,17 @@ fn name_or_call(input: &str, depth: usize) -> IResult<&str, PyValue<'_>> {
         };
         let (r, v) = value_at(r, depth + 1)?;
         args.push((key, v));
-        let (r, _) = multispace0(r)?;
-        rest = match r.strip_prefix(',') {
-            Some(r) => r,
-            None if r.starts_with(')') => r,
-            None => return Err(fail(r)),
-        };
+        (rest, ()) = after_item(r, ')')?;
+    }
+}
+
+/// After an item of a container: a comma (consumed), or its closing bracket (left for the caller to see).
+fn after_item(input: &str, close: char) -> IResult<&str, ()> {
+    let (rest, _) = multispace0(input)?;
+    match rest.strip_prefix(',') {
+        Some(rest) => Ok((rest, ())),
+        None if rest.starts_with(close) => Ok((rest, ())),
+        None => Err(fail(rest)),
     }
 }
 
@@ -188,12 +193,7 @@ fn sequence(input: &str, open: char, close: char, depth: usize) -> IResult<&str,
         }
         let (r, v) = value_at(r, depth + 1)?;
         items.push(v);
-        let (r, _) = multispace0(r)?;
-        rest = match r.strip_prefix(',') {
-            Some(r) => r,
-            None if r.starts_with(close) => r,
-            None => return Err(fail(r)),
-        };
+        (rest, ()) = after_item(r, close)?;
     }
 }
 
@@ -209,12 +209,7 @@ fn dict(input: &str, depth: usize) -> IResult<&str, PyValue<'_>> {
         let (r, _) = (multispace0, char(':')).parse(r)?;
         let (r, v) = value_at(r, depth + 1)?;
         entries.push((k, v));
-        let (r, _) = multispace0(r)?;
-        rest = match r.strip_prefix(',') {
-            Some(r) => r,
-            None if r.starts_with('}') => r,
-            None => return Err(fail(r)),
-        };
+        (rest, ()) = after_item(r, '}')?;
     }
 }
 

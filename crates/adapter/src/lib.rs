@@ -23,7 +23,7 @@ use std::io::{self, BufRead};
 
 pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use input::{Compression, HEAD_BYTES, Input, InputDigest, Progress};
-pub use lines::LineReader;
+pub use lines::{LineReader, utf8_line};
 pub use sink::{CollectSink, Sink};
 pub use time::{ParseOptions, UtcOffset};
 
@@ -64,7 +64,7 @@ pub struct ParseReport {
     pub format_version: Option<String>,
     /// How the input's times were made absolute.
     pub clock_domain: ClockDomain,
-    /// Lines (or records) read.
+    /// Lines read, blank ones included.
     pub lines: u64,
 }
 

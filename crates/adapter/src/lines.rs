@@ -41,33 +41,23 @@ impl<R: BufRead> LineReader<R> {
         }
         Ok(Some((self.line, line)))
     }
+}
 
-    /// The next line that is valid UTF-8, with its number, or `None` at the end of the input.
-    ///
-    /// A line that is not UTF-8 is reported to `sink` as [`DiagnosticKind::InvalidUtf8`] and skipped.
-    pub fn next_text(&mut self, sink: &mut dyn Sink) -> io::Result<Option<(u64, &str)>> {
-        loop {
-            // Re-borrowing `self.buf` across loop iterations needs the two-step dance below.
-            let Some((number, bytes)) = self.next_bytes()? else { return Ok(None) };
-            match std::str::from_utf8(bytes) {
-                Ok(_) => break,
-                Err(e) => sink.diagnostic(Diagnostic::new(
-                    number,
-                    DiagnosticKind::InvalidUtf8,
-                    format!("invalid UTF-8 at byte {}", e.valid_up_to()),
-                )),
-            }
+/// `bytes` as text, or `None` after reporting a [`DiagnosticKind::InvalidUtf8`] diagnostic for line `line`.
+///
+/// A free function rather than a `LineReader` method so that the text borrows only the line, not the reader:
+/// adapters call it on what [`LineReader::next_bytes`] returns and validate each line exactly once.
+pub fn utf8_line<'a>(line: u64, bytes: &'a [u8], sink: &mut dyn Sink) -> Option<&'a str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            sink.diagnostic(Diagnostic::new(
+                line,
+                DiagnosticKind::InvalidUtf8,
+                format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+            ));
+            None
         }
-        let text = std::str::from_utf8(self.current()).expect("checked above");
-        Ok(Some((self.line, text)))
-    }
-
-    fn current(&self) -> &[u8] {
-        let mut line = self.buf.as_slice();
-        if let Some(rest) = line.strip_suffix(b"\n") {
-            line = rest;
-        }
-        line.strip_suffix(b"\r").unwrap_or(line)
     }
 }
 
@@ -91,9 +81,13 @@ mod tests {
     fn invalid_utf8_is_a_diagnostic_and_the_next_line_follows() {
         let mut reader = LineReader::new(&b"ok\n\xff\xfebad\nfine\n"[..]);
         let mut sink = CollectSink::default();
-        assert_eq!(reader.next_text(&mut sink).unwrap(), Some((1, "ok")));
-        assert_eq!(reader.next_text(&mut sink).unwrap(), Some((3, "fine")));
-        assert_eq!(reader.next_text(&mut sink).unwrap(), None);
+        let mut texts = Vec::new();
+        while let Some((n, bytes)) = reader.next_bytes().unwrap() {
+            if let Some(text) = utf8_line(n, bytes, &mut sink) {
+                texts.push((n, text.to_owned()));
+            }
+        }
+        assert_eq!(texts, [(1, "ok".to_owned()), (3, "fine".to_owned())]);
         assert_eq!(sink.diagnostics, vec![Diagnostic::new(2, DiagnosticKind::InvalidUtf8, "invalid UTF-8 at byte 0")]);
     }
 }

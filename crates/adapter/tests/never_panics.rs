@@ -2,7 +2,7 @@
 
 use infertrace_adapter::fragments::{pairs, parse_py};
 use infertrace_adapter::time::parse_datetime;
-use infertrace_adapter::{CollectSink, LineReader, UtcOffset};
+use infertrace_adapter::{CollectSink, LineReader, UtcOffset, utf8_line};
 use proptest::prelude::*;
 
 proptest! {
@@ -29,8 +29,10 @@ proptest! {
         let mut reader = LineReader::new(&bytes[..]);
         let mut sink = CollectSink::default();
         let mut text_lines = 0;
-        while reader.next_text(&mut sink).unwrap().is_some() {
-            text_lines += 1;
+        while let Some((n, bytes)) = reader.next_bytes().unwrap() {
+            if utf8_line(n, bytes, &mut sink).is_some() {
+                text_lines += 1;
+            }
         }
         let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
         let expected = newlines + u64::from(!bytes.is_empty() && bytes.last() != Some(&b'\n'));

@@ -246,7 +246,13 @@ impl DatasetWriter {
             }
             fs::rename(&self.final_dir, &old).map_err(io_error("move aside", &self.final_dir))?;
         }
-        fs::rename(&self.temp_dir, &self.final_dir).map_err(io_error("move into place", &self.final_dir))?;
+        if let Err(source) = fs::rename(&self.temp_dir, &self.final_dir) {
+            if existed {
+                // Put the previous dataset back rather than leave the user with neither.
+                let _ = fs::rename(&old, &self.final_dir);
+            }
+            return Err(DatasetError::Io { action: "move into place", path: self.final_dir.clone(), source });
+        }
         self.finished = true;
         if existed {
             let removed = if old.is_dir() { fs::remove_dir_all(&old) } else { fs::remove_file(&old) };

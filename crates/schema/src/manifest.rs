@@ -61,7 +61,7 @@ pub struct InputEntry {
     pub format_version: Option<String>,
     /// How the input's times relate to UTC.
     pub clock_domain: ClockDomain,
-    /// Lines (or records, for formats without lines) read.
+    /// Lines read, blank ones included.
     pub lines: u64,
     /// Rows emitted per table.
     pub records: RowCounts,
@@ -153,7 +153,7 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     ("inputs[].format", "Format id of the adapter that parsed the file."),
     ("inputs[].format_version", "Format generation detected, or null."),
     ("inputs[].clock_domain", "`utc`, `assumed-offset` or `relative`: how the file's times were made absolute."),
-    ("inputs[].lines", "Lines (records for CSV) read."),
+    ("inputs[].lines", "Lines read, blank ones included."),
     ("inputs[].records.requests", "Request rows emitted from the file."),
     ("inputs[].records.samples", "Sample rows emitted from the file."),
     ("inputs[].records.cache_events", "Cache-event rows emitted from the file."),
