@@ -132,7 +132,12 @@ impl Adapter for AzureLlm {
             (_, 0, false) => ("2024", ClockDomain::Utc),
             _ => ("mixed", ClockDomain::AssumedOffset),
         };
-        Ok(ParseReport { format_version: Some(format_version.to_owned()), clock_domain, lines: lines.lines_read() })
+        Ok(ParseReport {
+            format_version: Some(format_version.to_owned()),
+            clock_domain,
+            year: None,
+            lines: lines.lines_read(),
+        })
     }
 }
 
@@ -210,7 +215,7 @@ mod tests {
 
     fn parse(text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
         let mut sink = CollectSink::default();
-        let ctx = ParseContext { source_file: "azure/code.csv", options: &options };
+        let ctx = ParseContext { source_file: "azure/code.csv", options: &options, modified_year: None };
         let report = AzureLlm.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)
     }
@@ -228,7 +233,12 @@ mod tests {
         assert_eq!(sink.diagnostics, []);
         assert_eq!(
             report,
-            ParseReport { format_version: Some("2023".into()), clock_domain: ClockDomain::AssumedOffset, lines: 3 }
+            ParseReport {
+                format_version: Some("2023".into()),
+                clock_domain: ClockDomain::AssumedOffset,
+                year: None,
+                lines: 3
+            }
         );
         let rows: Vec<_> = sink
             .requests

@@ -154,7 +154,12 @@ impl Adapter for Mooncake {
             }
             sink.request(row)?;
         }
-        Ok(ParseReport { format_version: None, clock_domain: ClockDomain::Relative, lines: lines.lines_read() })
+        Ok(ParseReport {
+            format_version: None,
+            clock_domain: ClockDomain::Relative,
+            year: None,
+            lines: lines.lines_read(),
+        })
     }
 }
 
@@ -178,7 +183,7 @@ mod tests {
 
     fn parse(text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
         let mut sink = CollectSink::default();
-        let ctx = ParseContext { source_file: "traces/conv.jsonl", options: &options };
+        let ctx = ParseContext { source_file: "traces/conv.jsonl", options: &options, modified_year: None };
         let report = Mooncake.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)
     }
@@ -190,7 +195,10 @@ mod tests {
         let line = format!(r#"{{"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": {ids:?}}}"#);
         let (sink, report) = parse(&line, ParseOptions::default());
         assert_eq!(sink.diagnostics, []);
-        assert_eq!(report, ParseReport { format_version: None, clock_domain: ClockDomain::Relative, lines: 1 });
+        assert_eq!(
+            report,
+            ParseReport { format_version: None, clock_domain: ClockDomain::Relative, year: None, lines: 1 }
+        );
         let expected = RequestRow {
             request_id: "conv:1".into(),
             source: "mooncake".into(),

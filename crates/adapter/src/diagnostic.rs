@@ -18,6 +18,10 @@ pub enum DiagnosticKind {
     InvalidValue,
     /// The line matches nothing this format writes.
     UnrecognizedLine,
+    /// The line is not a record of this format at all (a comment, a traceback, another program's output).
+    NotARecord,
+    /// The line is a record of a kind this format writes, but cut short or of an unknown variant.
+    MalformedRecord,
     /// The row was kept, but its fields contradict each other or the format's rules.
     Inconsistent,
 }
@@ -32,6 +36,8 @@ impl DiagnosticKind {
             DiagnosticKind::MissingField => "missing-field",
             DiagnosticKind::InvalidValue => "invalid-value",
             DiagnosticKind::UnrecognizedLine => "unrecognized-line",
+            DiagnosticKind::NotARecord => "not-a-record",
+            DiagnosticKind::MalformedRecord => "malformed-record",
             DiagnosticKind::Inconsistent => "inconsistent",
         }
     }

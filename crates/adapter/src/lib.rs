@@ -13,6 +13,7 @@
 
 mod diagnostic;
 pub mod fragments;
+pub mod hash;
 mod input;
 pub mod json;
 mod lines;
@@ -27,7 +28,7 @@ pub use lines::{LineReader, utf8_line};
 pub use sink::{CollectSink, Sink};
 pub use time::{ParseOptions, UtcOffset};
 
-use infertrace_schema::{ClockDomain, DatasetError};
+use infertrace_schema::{ClockDomain, DatasetError, YearAssumption};
 
 /// How sure an adapter is that it can parse an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -45,6 +46,8 @@ pub struct ParseContext<'a> {
     pub source_file: &'a str,
     /// Assumptions for inputs that lack them.
     pub options: &'a ParseOptions,
+    /// UTC year of the input file's modification time, the last resort for year-less timestamps.
+    pub modified_year: Option<i32>,
 }
 
 impl ParseContext<'_> {
@@ -64,6 +67,8 @@ pub struct ParseReport {
     pub format_version: Option<String>,
     /// How the input's times were made absolute.
     pub clock_domain: ClockDomain,
+    /// The year given to year-less timestamps, for formats that have them.
+    pub year: Option<YearAssumption>,
     /// Lines read, blank ones included.
     pub lines: u64,
 }

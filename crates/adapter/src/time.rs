@@ -132,6 +132,21 @@ pub fn parse_datetime(text: &str, assumed: UtcOffset) -> Result<Instant, TimeErr
     Ok(Instant { nanos, had_zone })
 }
 
+/// A local civil time (`year-month-day hour:minute:second`) at `offset`, as UTC nanoseconds.
+pub fn civil_to_nanos(
+    year: i32,
+    month: u32,
+    day: u32,
+    (hour, minute, second): (u32, u32, u32),
+    offset: UtcOffset,
+) -> Result<i64, TimeError> {
+    let naive = chrono::NaiveDate::from_ymd_opt(year, month, day)
+        .and_then(|date| date.and_hms_opt(hour, minute, second))
+        .ok_or(TimeError::Shape)?;
+    let utc = naive.and_utc().timestamp_nanos_opt().ok_or(TimeError::Range)?;
+    utc.checked_sub(i64::from(offset.seconds()) * NANOS_PER_SEC).ok_or(TimeError::Range)
+}
+
 /// Formats UTC nanoseconds as RFC 3339 with as many fraction digits as needed (none for whole seconds).
 pub fn format_rfc3339(nanos: i64) -> String {
     DateTime::from_timestamp_nanos(nanos).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
@@ -215,6 +230,15 @@ mod tests {
         assert_eq!(format_rfc3339(AZURE_SECOND * NANOS_PER_SEC + 979_960_000), "2023-11-16T18:17:03.979960Z");
         assert_eq!(parse_rfc3339("2023-11-16T18:17:03Z"), Ok(AZURE_SECOND * NANOS_PER_SEC));
         assert_eq!(parse_rfc3339("2023-11-16T18:17:03"), Err(TimeError::Offset));
+    }
+
+    #[test]
+    fn civil_times_take_the_offset() {
+        let at = |offset: &str| civil_to_nanos(2023, 11, 16, (18, 17, 3), offset.parse().unwrap());
+        assert_eq!(at("+00:00"), Ok(AZURE_SECOND * NANOS_PER_SEC));
+        assert_eq!(at("+01:00"), Ok((AZURE_SECOND - 3600) * NANOS_PER_SEC));
+        assert_eq!(civil_to_nanos(2023, 2, 30, (0, 0, 0), UtcOffset::UTC), Err(TimeError::Shape));
+        assert_eq!(civil_to_nanos(2024, 2, 29, (0, 0, 0), UtcOffset::UTC).map(|n| n > 0), Ok(true), "leap day");
     }
 
     #[test]

@@ -100,7 +100,7 @@ fn normalize_file(
             }
         })?,
     };
-    let ctx = ParseContext { source_file: &file.display, options: &options.parse };
+    let ctx = ParseContext { source_file: &file.display, options: &options.parse, modified_year: file.modified_year };
     let mut sink = DatasetSink { writer, records: RowCounts::default(), diagnostics: DiagnosticSummary::default() };
     let report = adapter.parse(input.reader(), &ctx, &mut sink).map_err(|e| match e {
         infertrace_adapter::ParseError::Write(e) => {
@@ -119,6 +119,7 @@ fn normalize_file(
         format: adapter.id().to_owned(),
         format_version: report.format_version,
         clock_domain: report.clock_domain,
+        year: report.year,
         lines: report.lines,
         records,
         diagnostics,

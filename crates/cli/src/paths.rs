@@ -15,6 +15,15 @@ pub struct InputFile {
     pub display: String,
     /// Its size on disk.
     pub bytes: u64,
+    /// UTC year of its modification time, for formats whose timestamps have no year.
+    pub modified_year: Option<i32>,
+}
+
+fn modified_year(metadata: &fs::Metadata) -> Option<i32> {
+    let modified = metadata.modified().ok()?;
+    let seconds = modified.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    let datetime = chrono::DateTime::from_timestamp(i64::try_from(seconds).ok()?, 0)?;
+    Some(chrono::Datelike::year(&datetime))
 }
 
 /// Expands the inputs given on the command line into files: files as given, directories walked recursively in
@@ -32,7 +41,12 @@ pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFil
                 bail!("input directory {} holds no files", input.display());
             }
         } else {
-            files.push(InputFile { path: input.clone(), display: display_path(input, input), bytes: metadata.len() });
+            files.push(InputFile {
+                path: input.clone(),
+                display: display_path(input, input),
+                bytes: metadata.len(),
+                modified_year: modified_year(&metadata),
+            });
         }
     }
     Ok(files)
@@ -54,7 +68,12 @@ fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> 
         if metadata.is_dir() {
             walk(root, &path, exclude, files)?;
         } else {
-            files.push(InputFile { display: display_path(root, &path), path, bytes: metadata.len() });
+            files.push(InputFile {
+                display: display_path(root, &path),
+                path,
+                bytes: metadata.len(),
+                modified_year: modified_year(&metadata),
+            });
         }
     }
     Ok(())

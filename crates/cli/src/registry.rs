@@ -3,9 +3,10 @@
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
+use infertrace_adapter_vllm::VllmLog;
 
 /// Every adapter, in the order `infertrace formats` lists them.
-pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm];
+pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm, &VllmLog];
 
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -17,6 +18,9 @@ pub enum FormatArg {
     /// Azure LLM inference CSV trace.
     #[value(name = "azure-llm")]
     AzureLlm,
+    /// vLLM server/engine text log.
+    #[value(name = "vllm-log")]
+    VllmLog,
 }
 
 impl FormatArg {

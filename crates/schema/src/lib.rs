@@ -28,7 +28,7 @@ pub use dataset::{
 pub use kind::{ColumnKind, Dict, F64, TIME_ZONE, Time, U16, U32, U64, U64List, Utf8};
 pub use manifest::{
     Assumptions, DiagnosticSample, DiagnosticSummary, InputEntry, KindSummary, MANIFEST_FIELDS, Manifest, Producer,
-    RowCounts,
+    RowCounts, YearAssumption, YearSource,
 };
 pub use table::{ColumnDoc, Table, TableBuilder, empty_batch};
 pub use tables::{

@@ -61,12 +61,40 @@ pub struct InputEntry {
     pub format_version: Option<String>,
     /// How the input's times relate to UTC.
     pub clock_domain: ClockDomain,
+    /// Year given to timestamps written without one, and where it came from; null when the format needs none.
+    pub year: Option<YearAssumption>,
     /// Lines read, blank ones included.
     pub lines: u64,
     /// Rows emitted per table.
     pub records: RowCounts,
     /// Lines that could not be used, by kind.
     pub diagnostics: DiagnosticSummary,
+}
+
+/// The year an adapter gave to year-less timestamps (vLLM's `MM-DD HH:MM:SS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct YearAssumption {
+    /// The year of the first timestamp; a `12-31` → `01-01` roll-over inside the input advances it.
+    pub year: i32,
+    /// Where it came from.
+    pub source: YearSource,
+}
+
+/// Where an assumed year came from, in order of preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum YearSource {
+    /// `--year`.
+    #[serde(rename = "option")]
+    Option,
+    /// A prefix wrapped around the records that carries a year (docker `--timestamps`, a `[YYYY-MM-DD …]` wrapper).
+    #[serde(rename = "prefix")]
+    Prefix,
+    /// The input file's modification time (UTC year).
+    #[serde(rename = "file-modified")]
+    FileModified,
+    /// Nothing said: 1970 was used and a diagnostic asks for `--year`.
+    #[serde(rename = "none")]
+    Unknown,
 }
 
 /// Rows per table.
@@ -153,6 +181,11 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     ("inputs[].format", "Format id of the adapter that parsed the file."),
     ("inputs[].format_version", "Format generation detected, or null."),
     ("inputs[].clock_domain", "`utc`, `assumed-offset` or `relative`: how the file's times were made absolute."),
+    (
+        "inputs[].year.year",
+        "Year given to timestamps written without one (the first one's; roll-overs advance it), or null.",
+    ),
+    ("inputs[].year.source", "Where that year came from: `option`, `prefix`, `file-modified` or `none`."),
     ("inputs[].lines", "Lines read, blank ones included."),
     ("inputs[].records.requests", "Request rows emitted from the file."),
     ("inputs[].records.samples", "Sample rows emitted from the file."),

@@ -224,6 +224,7 @@ fn manifest_field_docs_match_what_is_serialized() {
         format: "f".into(),
         format_version: None,
         clock_domain: infertrace_schema::ClockDomain::Utc,
+        year: Some(infertrace_schema::YearAssumption { year: 2025, source: infertrace_schema::YearSource::Option }),
         lines: 1,
         records: RowCounts::default(),
         diagnostics,

@@ -1,0 +1,317 @@
+//! Synthetic vLLM logs of any size, written the way each release family writes them (reference `vllm.md` §1-3), for
+//! tests and benchmarks. Deterministic for a seed; prompts are made-up text, never user data.
+
+use std::io::{self, Write};
+
+/// A release family whose log lines the generator writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generation {
+    /// 0.2.7: f-string Received with `sampling params:`/`prompt token ids:`, `llm_engine.py` stats, Finished lines.
+    V0_2_7,
+    /// 0.4.2: `%`-format Received with `sampling_params:`, stats without a final period.
+    V0_4_2,
+    /// 0.6.0: `logger.py` Received with `params:`, Added, stats with a period, the V0 prefix-cache line.
+    V0_6_0,
+    /// 0.8.5, V1: `[file:line]`, `Engine 000:` stats, `Request … aborted.` then `Aborted request …`.
+    V0_8_5,
+    /// 0.14: `(APIServer pid=N)` stream prefix, INFO Received without prompt plus DEBUG details, internal id
+    /// suffixes on Added, `Aborted request(s)`, Preemptions, SpecDecoding lines.
+    V0_14,
+    /// 0.31: record-level process prefix, `<device> KV cache usage`, no prefix-cache part; starts on Dec 31.
+    V0_31,
+}
+
+impl Generation {
+    /// Every generation, oldest first.
+    pub const ALL: [Generation; 6] = [
+        Generation::V0_2_7,
+        Generation::V0_4_2,
+        Generation::V0_6_0,
+        Generation::V0_8_5,
+        Generation::V0_14,
+        Generation::V0_31,
+    ];
+}
+
+/// What a generated log contains, to check a parse against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Generated {
+    /// Distinct requests.
+    pub requests: u64,
+    /// Requests that ended with an abort.
+    pub aborted: u64,
+    /// Requests that ended with `Finished request`.
+    pub finished: u64,
+    /// Total prompt tokens logged.
+    pub prompt_tokens: u64,
+    /// Samples the statistics lines hold.
+    pub samples: u64,
+    /// Lines written.
+    pub lines: u64,
+}
+
+/// A tiny deterministic generator (SplitMix64), so the output never depends on a library's algorithm.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Options of [`write_log`].
+#[derive(Debug, Clone, Copy)]
+pub struct LogOptions {
+    /// Requests to write.
+    pub requests: u64,
+    /// Prompt length range in tokens, inclusive.
+    pub prompt_tokens: (u64, u64),
+    /// Seed.
+    pub seed: u64,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        Self { requests: 20, prompt_tokens: (20, 60), seed: 1 }
+    }
+}
+
+const SAMPLING_V0: &str = "SamplingParams(n=1, best_of=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.7, top_p=1.0, top_k=-1, min_p=0.0, seed=None, use_beam_search=False, length_penalty=1.0, early_stopping=False, stop=[], stop_token_ids=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens={MAX}, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, truncate_prompt_tokens=None)";
+const SAMPLING_V1: &str = "SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.7, top_p=1.0, top_k=0, min_p=0.0, seed=None, stop=[], stop_token_ids=[], bad_words=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens={MAX}, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, truncate_prompt_tokens=None, structured_outputs=None, extra_args=None)";
+
+/// Writes a log of `options.requests` requests in the style of `generation`, returning what it holds.
+pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptions) -> io::Result<Generated> {
+    use Generation::*;
+    let mut rng = Rng(options.seed);
+    let mut done = Generated::default();
+    // Seconds since the start; 0.31 starts just before midnight on Dec 31 to cross a year.
+    let (start_month, start_day, start_secs) =
+        if generation == V0_31 { (12, 31, 86_400 - 30) } else { (3, 14, 9 * 3600) };
+    let mut clock = 0u64;
+    let header = |level: &str, clock: u64, file: &str, line: u32| {
+        let total = start_secs + clock;
+        let (month, day) = if total >= 86_400 { (1, 1 + (total / 86_400 - 1)) } else { (start_month, start_day) };
+        let t = total % 86_400;
+        let time = format!("{month:02}-{day:02} {:02}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
+        match generation {
+            V0_2_7 | V0_4_2 | V0_6_0 => format!("{level} {time} {file}:{line}] "),
+            V0_8_5 => format!("{level} {time} [{file}:{line}] "),
+            V0_14 | V0_31 => format!("(APIServer pid=7) {level} {time} [{file}:{line}] "),
+        }
+    };
+    let line = |out: &mut dyn Write, text: String, done: &mut Generated| -> io::Result<()> {
+        done.lines += 1;
+        writeln!(out, "{text}")
+    };
+    for i in 0..options.requests {
+        clock += 1 + rng.below(2);
+        let id = match generation {
+            V0_2_7 | V0_4_2 => format!("cmpl-{:032x}", rng.next() as u128 * 7 + i as u128),
+            V0_6_0 => format!("chat-{:032x}", rng.next() as u128 + i as u128),
+            _ => format!("chatcmpl-{:016x}", rng.next()),
+        };
+        let (lo, hi) = options.prompt_tokens;
+        let n_tokens = lo + rng.below(hi - lo + 1);
+        let tokens: Vec<String> = (0..n_tokens).map(|_| (rng.below(32_000) + 1).to_string()).collect();
+        let ids = format!("[{}]", tokens.join(", "));
+        let prompt = format!("'Question {i}: what is item {}?\\nAnswer briefly.'", rng.below(1000));
+        let max = 64 + rng.below(512);
+        let v0_params = SAMPLING_V0.replace("{MAX}", &max.to_string());
+        let v1_params = SAMPLING_V1.replace("{MAX}", &max.to_string());
+        done.requests += 1;
+        done.prompt_tokens += n_tokens;
+        let received = match generation {
+            V0_2_7 => format!(
+                "Received request {id}: prompt: {prompt}, sampling params: {v0_params}, prompt token ids: {ids}."
+            ),
+            V0_4_2 => format!(
+                "Received request {id}: prompt: {prompt}, sampling_params: {v0_params}, prompt_token_ids: {ids}, lora_request: None."
+            ),
+            V0_6_0 => format!(
+                "Received request {id}: prompt: {prompt}, params: {v0_params}, prompt_token_ids: {ids}, lora_request: None, prompt_adapter_request: None."
+            ),
+            V0_8_5 => format!(
+                "Received request {id}: prompt: {prompt}, params: {v1_params}, prompt_token_ids: {ids}, lora_request: None, prompt_adapter_request: None."
+            ),
+            V0_14 | V0_31 => format!("Received request {id}: params: {v1_params}, lora_request: None."),
+        };
+        let (file, number) = match generation {
+            V0_2_7 => ("async_llm_engine.py", 383),
+            V0_4_2 => ("async_llm_engine.py", 529),
+            V0_6_0 => ("logger.py", 36),
+            V0_8_5 => ("logger.py", 39),
+            V0_14 => ("logger.py", 49),
+            V0_31 => ("request_logger.py", 65),
+        };
+        line(out, format!("{}{received}", header("INFO", clock, file, number)), &mut done)?;
+        if matches!(generation, V0_14 | V0_31) {
+            let details =
+                format!("Request {id} details: prompt: {prompt}, prompt_token_ids: {ids}, prompt_embeds shape: None.");
+            line(out, format!("{}{details}", header("DEBUG", clock, file, number)), &mut done)?;
+        }
+        let internal =
+            if matches!(generation, V0_14 | V0_31) { format!("{id}-{:08x}", rng.next() as u32) } else { id.clone() };
+        match generation {
+            V0_2_7 | V0_4_2 => {}
+            V0_6_0 => line(
+                out,
+                format!("{}Added request {internal}.", header("INFO", clock, "async_llm_engine.py", 206)),
+                &mut done,
+            )?,
+            _ => line(
+                out,
+                format!("{}Added request {internal}.", header("INFO", clock, "async_llm.py", 252)),
+                &mut done,
+            )?,
+        }
+        let abort = i % 7 == 3;
+        if abort {
+            done.aborted += 1;
+            match generation {
+                V0_2_7 | V0_4_2 | V0_6_0 => {
+                    line(
+                        out,
+                        format!("{}Aborted request {id}.", header("INFO", clock, "async_llm_engine.py", 134)),
+                        &mut done,
+                    )?;
+                }
+                V0_8_5 => {
+                    line(
+                        out,
+                        format!("{}Request {id} aborted.", header("INFO", clock, "async_llm.py", 411)),
+                        &mut done,
+                    )?;
+                    line(
+                        out,
+                        format!("{}Aborted request {id}.", header("INFO", clock, "async_llm.py", 411)),
+                        &mut done,
+                    )?;
+                }
+                V0_14 | V0_31 => {
+                    line(
+                        out,
+                        format!("{}Request {id} aborted.", header("INFO", clock, "async_llm.py", 563)),
+                        &mut done,
+                    )?;
+                    line(
+                        out,
+                        format!("{}Aborted request(s) {internal}.", header("INFO", clock, "async_llm.py", 563)),
+                        &mut done,
+                    )?;
+                }
+            }
+        } else if matches!(generation, V0_2_7 | V0_4_2 | V0_6_0) {
+            done.finished += 1;
+            line(
+                out,
+                format!("{}Finished request {id}.", header("INFO", clock, "async_llm_engine.py", 111)),
+                &mut done,
+            )?;
+        }
+        if i % 5 == 4 {
+            let running = rng.below(32);
+            let waiting = rng.below(8);
+            let prompt_tps = format!("{:.1}", rng.below(50_000) as f64 / 10.0);
+            let gen_tps = format!("{:.1}", rng.below(20_000) as f64 / 10.0);
+            let kv = format!("{:.1}", rng.below(1000) as f64 / 10.0);
+            let (file, number, text, samples) = match generation {
+                V0_2_7 => (
+                    "llm_engine.py",
+                    706,
+                    format!(
+                        "Avg prompt throughput: {prompt_tps} tokens/s, Avg generation throughput: {gen_tps} tokens/s, Running: {running} reqs, Swapped: 0 reqs, Pending: {waiting} reqs, GPU KV cache usage: {kv}%, CPU KV cache usage: 0.0%"
+                    ),
+                    7,
+                ),
+                V0_4_2 => (
+                    "metrics.py",
+                    334,
+                    format!(
+                        "Avg prompt throughput: {prompt_tps} tokens/s, Avg generation throughput: {gen_tps} tokens/s, Running: {running} reqs, Swapped: 0 reqs, Pending: {waiting} reqs, GPU KV cache usage: {kv}%, CPU KV cache usage: 0.0%"
+                    ),
+                    7,
+                ),
+                V0_6_0 => (
+                    "metrics.py",
+                    351,
+                    format!(
+                        "Avg prompt throughput: {prompt_tps} tokens/s, Avg generation throughput: {gen_tps} tokens/s, Running: {running} reqs, Swapped: 0 reqs, Pending: {waiting} reqs, GPU KV cache usage: {kv}%, CPU KV cache usage: 0.0%."
+                    ),
+                    7,
+                ),
+                V0_8_5 => (
+                    "loggers.py",
+                    111,
+                    format!(
+                        "Engine 000: Avg prompt throughput: {prompt_tps} tokens/s, Avg generation throughput: {gen_tps} tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, GPU KV cache usage: {kv}%, Prefix cache hit rate: 12.5%"
+                    ),
+                    6,
+                ),
+                V0_14 => (
+                    "loggers.py",
+                    257,
+                    format!(
+                        "Engine 000: Avg prompt throughput: {prompt_tps} tokens/s, Avg generation throughput: {gen_tps} tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, Preemptions: 2, GPU KV cache usage: {kv}%, Prefix cache hit rate: 40.0%"
+                    ),
+                    7,
+                ),
+                V0_31 => (
+                    "loggers.py",
+                    320,
+                    format!(
+                        "Engine 000: Avg prompt throughput: {prompt_tps} tokens/s, Avg generation throughput: {gen_tps} tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, XPU KV cache usage: {kv}%"
+                    ),
+                    5,
+                ),
+            };
+            line(out, format!("{}{text}", header("INFO", clock, file, number)), &mut done)?;
+            done.samples += samples;
+            match generation {
+                V0_6_0 => {
+                    line(
+                        out,
+                        format!(
+                            "{}Prefix cache hit rate: GPU: 25.00%, CPU: 0.00%",
+                            header("INFO", clock, "metrics.py", 367)
+                        ),
+                        &mut done,
+                    )?;
+                    done.samples += 2;
+                }
+                V0_14 => {
+                    line(
+                        out,
+                        format!(
+                            "{}SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 10.00 tokens/s, Drafted throughput: 20.00 tokens/s, Accepted: 100 tokens, Drafted: 200 tokens, Per-position acceptance rate: 0.700, 0.300, Avg Draft acceptance rate: 50.0%",
+                            header("INFO", clock, "metrics.py", 100)
+                        ),
+                        &mut done,
+                    )?;
+                    done.samples += 6;
+                }
+                _ => {}
+            }
+        }
+        if i % 11 == 10 {
+            // Access lines and a startup-style record: recognised, not rows.
+            let prefix = if matches!(generation, V0_14) { "(APIServer pid=7) " } else { "" };
+            line(
+                out,
+                format!(
+                    "{prefix}INFO:     127.0.0.1:{} - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+                    30_000 + rng.below(30_000)
+                ),
+                &mut done,
+            )?;
+        }
+    }
+    Ok(done)
+}

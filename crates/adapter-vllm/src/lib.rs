@@ -1,0 +1,16 @@
+//! infertrace adapters for vLLM's outputs.
+//!
+//! - [`VllmLog`] (`vllm-log`): server and engine text logs of every release from 0.2.7 to 0.33.
+//!
+//! The ground truth is the reference's literal format strings per release; each parser carries the strings it
+//! implements in its doc comment, named by the first release that wrote them. Version differences are data (regex
+//! alternatives and field tables), not branches on a version number, so a release that writes an already-known
+//! shape needs no new code. [`generate`] writes synthetic logs of any size in every generation, for tests and
+//! benchmarks.
+//!
+//! Not here yet: OTLP traces, Prometheus scrapes, KV-cache events and benchmark JSON.
+
+pub mod generate;
+mod log;
+
+pub use log::VllmLog;

@@ -1,0 +1,359 @@
+//! The envelope of one vLLM log line: foreign prefixes, the process prefix, the logging header, and the message.
+//!
+//! `vllm/logger.py` `_FORMAT`, by release (all with `_DATE_FORMAT = "%m-%d %H:%M:%S"`, local time, no year):
+//!
+//! ```text
+//! 0.2.7 – 0.6.3        "%(levelname)s %(asctime)s %(filename)s:%(lineno)d] %(message)s"
+//! 0.6.6 – 0.7.3        "{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s %(filename)s:%(lineno)d] %(message)s"
+//! 0.8.0 – 0.10.1.1     "{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s"
+//! 0.10.2 – 0.30.0      "{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s"
+//! 0.31.0 – 0.33.0      "{VLLM_LOGGING_PREFIX}(%(vllm_process_name)s pid=%(process)d) %(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s"
+//! ```
+//!
+//! From 0.4.2 to 0.30 worker, engine-core and API-server processes also prefix every line they write with
+//! `({name} pid={pid}) ` (ANSI-coloured in some releases), which covers uvicorn's access lines too. 0.32+ can write
+//! JSON records instead (`asctime` with year and milliseconds). Around all of these, deployments add their own
+//! prefixes: docker `--timestamps` (RFC 3339, UTC), docker-compose `service-1  | `, journald `Mon DD HH:MM:SS host
+//! unit[pid]: `, or a `[YYYY-MM-DD HH:MM:SS] ` wrapper.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// A timestamp found in a prefix wrapped around the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrefixTime<'a> {
+    /// docker `--timestamps`: an RFC 3339 instant, the most precise time on the line.
+    Rfc3339(&'a str),
+    /// `[YYYY-MM-DD HH:MM:SS]` in some other zone: only its year is used.
+    Wrapper { year: i32 },
+}
+
+/// One vLLM logging record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Record<'a> {
+    /// `DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`.
+    pub(crate) level: &'a str,
+    /// Month and day of `asctime`.
+    pub(crate) month: u32,
+    pub(crate) day: u32,
+    /// `HH:MM:SS` of `asctime`.
+    pub(crate) hms: (u32, u32, u32),
+    /// `filename` (or, at DEBUG from 0.10.2, a path relative to the package) and line of the logging call.
+    pub(crate) file: &'a str,
+    pub(crate) lineno: u32,
+    /// Whether the header wrote `[file:line]` (0.8.0+) rather than `file:line]`.
+    pub(crate) bracketed: bool,
+    /// The process name of the `(name pid=N)` prefix, if any.
+    pub(crate) process: Option<&'a str>,
+    /// A timestamp from a wrapping prefix, if any.
+    pub(crate) prefix_time: Option<PrefixTime<'a>>,
+    /// The message.
+    pub(crate) message: &'a str,
+}
+
+/// What one line is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Envelope<'a> {
+    /// A vLLM logging record.
+    Record(Record<'a>),
+    /// A uvicorn access line (`INFO:     127.0.0.1:1234 - "POST /v1/completions HTTP/1.1" 200 OK`).
+    Access { process: Option<&'a str>, method: &'a str, path: &'a str, status: u16 },
+    /// Anything else: tracebacks, uvicorn's own messages, progress bars, other libraries' records.
+    Foreign,
+}
+
+/// Control sequences that colour terminal output.
+static ANSI: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\x1b\[[0-9;]*m").expect("valid regex"));
+
+static PREFIXES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?x)
+        ^
+        (?:(?P<docker>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d))\ )?   # docker --timestamps
+        (?:[A-Z][a-z]{2}\ [\ \d]\d\ \d\d:\d\d:\d\d\ \S+\ [^\s:\[]+(?:\[\d+\])?:\ )?          # journald / syslog
+        (?:[\w.-]+\s+\|\ )?                                                                  # docker-compose service
+        (?:\[(?P<wrap>\d{4})-\d\d-\d\d\ \d\d:\d\d:\d\d\]\ )?                                 # [YYYY-MM-DD HH:MM:SS]
+        "#,
+    )
+    .expect("valid regex")
+});
+
+static PROCESS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\((?P<name>[A-Za-z_][\w ]*?(?: rank=\d+)?) pid=\d+\) ").expect("valid regex"));
+
+/// The logging header; searched, not anchored, so that a `VLLM_LOGGING_PREFIX` before it is skipped.
+static HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        (?:\((?P<name>[A-Za-z_][\w\ ]*?(?:\ rank=\d+)?)\ pid=\d+\)\ )?
+        (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\ (?P<month>\d\d)-(?P<day>\d\d)\ (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)\ 
+        (?:\[(?P<file1>[^\]\s]+):(?P<line1>\d+)\]|(?P<file2>[^\]\s]+):(?P<line2>\d+)\])\ ?
+        ",
+    )
+    .expect("valid regex")
+});
+
+static ACCESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^INFO:\s+\S+ - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})\b"#)
+        .expect("valid regex")
+});
+
+/// `line` without ANSI colour codes, borrowed when it has none.
+pub(crate) fn strip_ansi(line: &str) -> Cow<'_, str> {
+    if line.contains('\x1b') { ANSI.replace_all(line, "") } else { Cow::Borrowed(line) }
+}
+
+/// Splits `line` (colour codes already stripped) into its envelope.
+pub(crate) fn parse(line: &str) -> Envelope<'_> {
+    let prefixes = PREFIXES.captures(line).expect("every group is optional");
+    let prefix_time = match (prefixes.name("docker"), prefixes.name("wrap")) {
+        (Some(ts), _) => Some(PrefixTime::Rfc3339(ts.as_str())),
+        (None, Some(year)) => year.as_str().parse().ok().map(|year| PrefixTime::Wrapper { year }),
+        (None, None) => None,
+    };
+    let rest = &line[prefixes.get(0).map_or(0, |m| m.end())..];
+
+    if let Some(header) = HEADER.captures(rest) {
+        let whole = header.get(0).expect("group 0 always matches");
+        let number = |name: &str| header.name(name).and_then(|m| m.as_str().parse::<u32>().ok());
+        let (file, lineno, bracketed) = match (header.name("file1"), header.name("file2")) {
+            (Some(f), _) => (f.as_str(), number("line1"), true),
+            (None, Some(f)) => (f.as_str(), number("line2"), false),
+            (None, None) => unreachable!("the header regex requires one of the two file groups"),
+        };
+        // A process prefix written by the stream prefixer (0.4.2-0.30) sits before a VLLM_LOGGING_PREFIX.
+        let process = header
+            .name("name")
+            .map(|m| m.as_str())
+            .or_else(|| PROCESS.captures(rest).and_then(|c| c.name("name")).map(|m| m.as_str()));
+        return Envelope::Record(Record {
+            level: header.name("level").expect("level is required").as_str(),
+            month: number("month").unwrap_or(0),
+            day: number("day").unwrap_or(0),
+            hms: (number("h").unwrap_or(0), number("m").unwrap_or(0), number("s").unwrap_or(0)),
+            file,
+            lineno: lineno.unwrap_or(0),
+            bracketed,
+            process,
+            prefix_time,
+            message: &rest[whole.end()..],
+        });
+    }
+
+    let (process, rest) = match PROCESS.captures(rest) {
+        Some(c) => (c.name("name").map(|m| m.as_str()), &rest[c.get(0).expect("matched").end()..]),
+        None => (None, rest),
+    };
+    if let Some(access) = ACCESS.captures(rest) {
+        let status = access["status"].parse().unwrap_or(0);
+        return Envelope::Access {
+            process,
+            method: access.name("method").expect("required").as_str(),
+            path: access.name("path").expect("required").as_str(),
+            status,
+        };
+    }
+    Envelope::Foreign
+}
+
+/// Whether `line` (colour stripped) starts, after foreign prefixes, with the `(name pid=N)` prefix of a process
+/// vLLM names: `APIServer`, `ApiServer_1`, `EngineCore`, `EngineCore_DP0`, `VllmWorker rank=0`, `VllmWorkerProcess`,
+/// `Worker_TP1`, … Such lines are vLLM output even when they are not records (tracebacks of a vLLM process).
+pub(crate) fn has_vllm_process_prefix(line: &str) -> bool {
+    const NAMES: [&str; 4] = ["APIServer", "ApiServer", "EngineCore", "VllmWorker"];
+    let start = PREFIXES.find(line).map_or(0, |m| m.end());
+    PROCESS.captures(&line[start..]).and_then(|c| c.name("name")).is_some_and(|name| {
+        let name = name.as_str();
+        NAMES.iter().any(|n| name.starts_with(n)) || name == "Worker" || name.starts_with("Worker_")
+    })
+}
+
+/// Where a second record starts inside `message`, for records pasted together without a newline.
+pub(crate) fn glued_record(message: &str) -> Option<usize> {
+    static GLUED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d (?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\]) ",
+        )
+        .expect("valid regex")
+    });
+    GLUED.find(message).map(|m| m.start()).filter(|&start| start > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(line: &str) -> Record<'_> {
+        match parse(line) {
+            Envelope::Record(r) => r,
+            other => panic!("not a record: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_header_generation() {
+        // (line, level, month-day, file, lineno, process, message), one per _FORMAT generation and prefix.
+        type Case<'a> = (&'a str, &'a str, (u32, u32), &'a str, u32, Option<&'a str>, &'a str);
+        let cases: &[Case<'_>] = &[
+            (
+                "INFO 01-17 03:11:25 async_llm_engine.py:134] Aborted request x.",
+                "INFO",
+                (1, 17),
+                "async_llm_engine.py",
+                134,
+                None,
+                "Aborted request x.",
+            ),
+            (
+                "INFO 04-10 03:44:38 [loggers.py:87] Engine 000: Avg",
+                "INFO",
+                (4, 10),
+                "loggers.py",
+                87,
+                None,
+                "Engine 000: Avg",
+            ),
+            (
+                "(APIServer pid=1) INFO 05-07 04:56:17 [loggers.py:271] Engine 000: x",
+                "INFO",
+                (5, 7),
+                "loggers.py",
+                271,
+                Some("APIServer"),
+                "Engine 000: x",
+            ),
+            (
+                "(VllmWorker rank=1 pid=5283) WARNING 08-11 09:41:13 [a.py:5] m",
+                "WARNING",
+                (8, 11),
+                "a.py",
+                5,
+                Some("VllmWorker rank=1"),
+                "m",
+            ),
+            (
+                "(Worker_TP1 pid=1908386) DEBUG 05-04 05:25:03 [v1/worker/gpu_model_runner.py:3888] Running",
+                "DEBUG",
+                (5, 4),
+                "v1/worker/gpu_model_runner.py",
+                3888,
+                Some("Worker_TP1"),
+                "Running",
+            ),
+            (
+                "(EngineCore_DP0 pid=697344) ERROR 01-08 17:16:15 [core.py:1] boom",
+                "ERROR",
+                (1, 8),
+                "core.py",
+                1,
+                Some("EngineCore_DP0"),
+                "boom",
+            ),
+            // VLLM_LOGGING_PREFIX before the 0.31+ record-level process prefix.
+            (
+                "[node-3] (EngineCore pid=7) INFO 12-31 23:59:59 [loggers.py:335] x",
+                "INFO",
+                (12, 31),
+                "loggers.py",
+                335,
+                Some("EngineCore"),
+                "x",
+            ),
+            // VLLM_LOGGING_PREFIX after a 0.4.2-0.30 stream-level prefix.
+            (
+                "(VllmWorkerProcess pid=9) [vllm] INFO 06-01 00:00:00 worker.py:1] y",
+                "INFO",
+                (6, 1),
+                "worker.py",
+                1,
+                Some("VllmWorkerProcess"),
+                "y",
+            ),
+            (
+                "qwen15-fastchat-qwen2-72b-1  | INFO 02-22 16:52:30 metrics.py:161] Avg",
+                "INFO",
+                (2, 22),
+                "metrics.py",
+                161,
+                None,
+                "Avg",
+            ),
+            (
+                "Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707) INFO 08-19 18:34:30 [api_server.py:1] up",
+                "INFO",
+                (8, 19),
+                "api_server.py",
+                1,
+                Some("APIServer"),
+                "up",
+            ),
+        ];
+        for &(line, level, (month, day), file, lineno, process, message) in cases {
+            let r = record(line);
+            assert_eq!(
+                (r.level, r.month, r.day, r.file, r.lineno, r.process, r.message),
+                (level, month, day, file, lineno, process, message),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn prefix_times() {
+        let r = record("2026-05-12T08:01:39.331095044Z (APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] x");
+        assert_eq!(r.prefix_time, Some(PrefixTime::Rfc3339("2026-05-12T08:01:39.331095044Z")));
+        assert_eq!(r.process, Some("APIServer"));
+        let r = record("[2024-07-08 15:17:34] INFO 07-08 07:17:34 metrics.py:334] Avg");
+        assert_eq!(r.prefix_time, Some(PrefixTime::Wrapper { year: 2024 }));
+        assert_eq!(r.hms, (7, 17, 34));
+    }
+
+    #[test]
+    fn access_lines_and_foreign_lines() {
+        assert_eq!(
+            parse(r#"(APIServer pid=851) INFO:     10.109.20.86:59146 - "GET /metrics HTTP/1.1" 200 OK"#),
+            Envelope::Access { process: Some("APIServer"), method: "GET", path: "/metrics", status: 200 }
+        );
+        assert_eq!(
+            parse(r#"INFO:     127.0.0.1:46374 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error"#),
+            Envelope::Access { process: None, method: "POST", path: "/v1/completions", status: 500 }
+        );
+        for foreign in [
+            "# https://github.com/vllm-project/vllm/issues/2484",
+            "Traceback (most recent call last):",
+            "(EngineCore_DP0 pid=697344)     self.run()",
+            "INFO:     Started server process [1]",
+            "[2025-08-11 09:41:13,200] LMCache INFO: Storing KV cache",
+            "",
+        ] {
+            assert_eq!(parse(foreign), Envelope::Foreign, "{foreign}");
+        }
+    }
+
+    #[test]
+    fn colour_codes_are_stripped() {
+        let coloured = "\x1b[1;36m(VllmWorkerProcess pid=9)\x1b[0;0m \x1b[32mINFO\x1b[0m \x1b[90m06-01 00:00:00\x1b[0m \x1b[90m[worker.py:1]\x1b[0m y";
+        let clean = strip_ansi(coloured);
+        let r = record(&clean);
+        assert_eq!((r.process, r.level, r.file, r.message), (Some("VllmWorkerProcess"), "INFO", "worker.py", "y"));
+    }
+
+    #[test]
+    fn vllm_process_prefixes_are_recognised() {
+        assert!(has_vllm_process_prefix("Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707)     return cls("));
+        assert!(has_vllm_process_prefix("(EngineCore_DP0 pid=697344) Traceback (most recent call last):"));
+        assert!(has_vllm_process_prefix("(Worker_TP1 pid=9) x"));
+        assert!(!has_vllm_process_prefix("(MyApp pid=9) x"));
+        assert!(!has_vllm_process_prefix("Traceback (most recent call last):"));
+    }
+
+    #[test]
+    fn glued_records_are_found() {
+        let message =
+            "Engine 000: Avg ... Prefix cache hit rate: 0.0%INFO 07-28 06:41:19 [loggers.py:118] Engine 000: Avg";
+        assert_eq!(glued_record(message), Some(message.find("INFO").unwrap()));
+        assert_eq!(glued_record("Added request x."), None);
+    }
+}

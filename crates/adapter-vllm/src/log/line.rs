@@ -1,0 +1,589 @@
+//! One vLLM log message as a typed line: pure functions over borrowed text, table-tested per template generation.
+//!
+//! Literal format strings, by the first release that wrote them (reference: `vllm.md` §2-3):
+//!
+//! ```text
+//! V0 stats     ≤0.4.2   "Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs,
+//!                        Swapped: %d reqs, Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%"
+//!              0.4.3    the same with a final "."
+//! V0 prefix    0.5.5    "Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%"
+//! V0 spec      0.4.1    "Speculative metrics: Draft acceptance rate: {:.3f}, System efficiency: {:.3f}, Number of speculative
+//!                        tokens: {}, Number of accepted tokens: {}, Number of draft tokens: {}, Number of emitted tokens: {}."
+//!                        (0.4.1-0.5.0: "Number of draft tokens tokens:", "Number of emitted tokens tokens:")
+//! V1 stats     0.7.0    "Running: %d reqs, Waiting: %d reqs "
+//!              0.7.3    "Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs,
+//!                        Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
+//!              0.8.5    "Engine %03d: " + the 0.7.3 text
+//!              0.11.1   "Engine %03d: " | "%d Engines Aggregated: " + parts joined by ", ": Avg prompt throughput,
+//!                        Avg generation throughput, Running, Waiting, [Deferred: %d reqs (0.20)], [KV fetch: %d waiting to
+//!                        start, %d in progress, %d completed waiting (0.32)], [Preemptions: %d], "%s KV cache usage: %.1f%%"
+//!                        ("GPU" until 0.29), [Prefix cache hit rate (always until 0.30)], [Corrupted: %d reqs],
+//!                        [External prefix cache hit rate: %.1f%%], [MM cache hit rate: %.1f%%]
+//! V1 spec      0.8.5    "SpecDecoding metrics: Draft acceptance rate: %.1f%%, Mean acceptance length: %.2f, Accepted: %d
+//!                        tokens, Drafted: %d tokens, Per-position acceptance rate: %s"
+//!              0.10.2   "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s, Drafted
+//!                        throughput: %.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens, Per-position acceptance
+//!                        rate: %s, Avg Draft acceptance rate: %.1f%%"
+//! requests     0.2.7    "Received request %s: prompt: %r, sampling params: %s, prompt token ids: %s."
+//!              0.3.0    "Received request %s: prompt: %r, prefix_pos: %s,sampling params: %s, prompt token ids: %s, lora_request: %s."
+//!              0.3.3    "Received request %s: prompt: %r, prefix_pos: %s,sampling_params: %s, prompt_token_ids: %s, lora_request: %s."
+//!              0.4.0    "Received request %s: prompt: %r, sampling_params: %s, prompt_token_ids: %s, lora_request: %s."
+//!              0.4.3    "Received request %s: prompt: %r, params: %s, prompt_token_ids: %s, lora_request: %s."
+//!              0.5.3    "... lora_request: %s, prompt_adapter_request: %s."
+//!              0.9.0    "... prompt_token_ids: %s, prompt_embeds shape: %s, lora_request: %s, prompt_adapter_request: %s."
+//!              0.10.0   "... prompt_token_ids: %s, prompt_embeds shape: %s, lora_request: %s."
+//!              0.11.1   INFO "Received request %s: params: %s, lora_request: %s."
+//!                       DEBUG "Request %s details: prompt: %r, prompt_token_ids: %s, prompt_embeds shape: %s."
+//!              always   "Added request %s."  "Finished request %s."  "Aborted request %s."
+//!              0.8.5    "Request %s aborted."
+//!              0.10.2   "Aborted request(s) %s."  (ids joined by ",")
+//! ```
+//!
+//! The Received fields are parsed left to right as `key: <Python repr>` pairs, so the grammar is the same for every
+//! generation and a prompt containing `, params:` cannot derail it. Prompt text is parsed only to be skipped.
+
+use std::sync::LazyLock;
+
+use infertrace_adapter::fragments::{PyValue, py_value};
+use regex::Regex;
+
+/// Periodic engine statistics, already converted: percentages are fractions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Stats {
+    /// `Engine 000:` → `Some(0)`.
+    pub(crate) engine: Option<u32>,
+    /// `2 Engines Aggregated:` → `Some(2)`.
+    pub(crate) aggregated: Option<u32>,
+    pub(crate) prompt_tps: Option<f64>,
+    pub(crate) generation_tps: Option<f64>,
+    pub(crate) running: Option<f64>,
+    pub(crate) waiting: Option<f64>,
+    pub(crate) swapped: Option<f64>,
+    pub(crate) deferred: Option<f64>,
+    pub(crate) kv_fetch: Option<(f64, f64, f64)>,
+    pub(crate) preemptions: Option<f64>,
+    pub(crate) kv_usage: Option<f64>,
+    pub(crate) cpu_kv_usage: Option<f64>,
+    pub(crate) prefix_hit: Option<f64>,
+    pub(crate) cpu_prefix_hit: Option<f64>,
+    pub(crate) corrupted: Option<f64>,
+    pub(crate) external_hit: Option<f64>,
+    pub(crate) mm_hit: Option<f64>,
+    pub(crate) spec_accept_rate: Option<f64>,
+    pub(crate) spec_accept_length: Option<f64>,
+    pub(crate) spec_accepted: Option<f64>,
+    pub(crate) spec_drafted: Option<f64>,
+    pub(crate) spec_accepted_tps: Option<f64>,
+    pub(crate) spec_drafted_tps: Option<f64>,
+}
+
+/// What a `Received request` (or `Request … details`) line says, prompt text excluded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Received {
+    /// `max_tokens` of the SamplingParams, when logged and not `None`.
+    pub(crate) max_tokens: Option<u32>,
+    /// The prompt token ids, when logged as a list.
+    pub(crate) prompt_token_ids: Option<Vec<u64>>,
+}
+
+/// One message, typed.
+// A `Line` lives on the stack for one message and is never stored, so the size of `Stats` costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Line<'a> {
+    Stats(Stats),
+    Received {
+        id: &'a str,
+        fields: Received,
+    },
+    Details {
+        id: &'a str,
+        fields: Received,
+    },
+    Added {
+        id: &'a str,
+    },
+    Finished {
+        id: &'a str,
+    },
+    Aborted {
+        ids: Vec<&'a str>,
+    },
+    /// A record this adapter has no use for (startup, warnings, tracebacks logged as records, …).
+    Other,
+    /// A record this adapter should understand but cannot: cut short, or of an unknown shape.
+    Malformed {
+        what: &'static str,
+    },
+}
+
+fn f(c: &regex::Captures<'_>, name: &str) -> Option<f64> {
+    c.name(name).and_then(|m| m.as_str().parse().ok())
+}
+
+fn pct(c: &regex::Captures<'_>, name: &str) -> Option<f64> {
+    f(c, name).map(|p| p / 100.0)
+}
+
+static V0_STATS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^Avg\ prompt\ throughput:\ (?P<p>[\d.]+)\ tokens/s,\ Avg\ generation\ throughput:\ (?P<g>[\d.]+)\ tokens/s,
+        \ Running:\ (?P<run>\d+)\ reqs,\ Swapped:\ (?P<swap>\d+)\ reqs,\ Pending:\ (?P<pend>\d+)\ reqs,
+        \ GPU\ KV\ cache\ usage:\ (?P<gpu>[\d.]+)%,\ CPU\ KV\ cache\ usage:\ (?P<cpu>[\d.]+)%\.?\s*$",
+    )
+    .expect("valid regex")
+});
+
+static V1_STATS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:(?:Engine\ (?P<engine>\d+)|(?P<agg>\d+)\ Engines\ Aggregated):\ )?
+        Avg\ prompt\ throughput:\ (?P<p>[\d.]+)\ tokens/s,\ Avg\ generation\ throughput:\ (?P<g>[\d.]+)\ tokens/s,
+        \ Running:\ (?P<run>\d+)\ reqs,\ Waiting:\ (?P<wait>\d+)\ reqs
+        (?:,\ Deferred:\ (?P<deferred>\d+)\ reqs)?
+        (?:,\ KV\ fetch:\ (?P<kvw>\d+)\ waiting\ to\ start,\ (?P<kvp>\d+)\ in\ progress,\ (?P<kvc>\d+)\ completed\ waiting)?
+        (?:,\ Preemptions:\ (?P<preempt>\d+))?
+        ,\ (?P<device>[A-Za-z+\ ]+?)\ KV\ cache\ usage:\ (?P<kv>[\d.]+)%
+        (?:,\ Prefix\ cache\ hit\ rate:\ (?P<pc>[\d.]+)%)?
+        (?:,\ Corrupted:\ (?P<corrupt>\d+)\ reqs)?
+        (?:,\ External\ prefix\ cache\ hit\ rate:\ (?P<ext>[\d.]+)%)?
+        (?:,\ MM\ cache\ hit\ rate:\ (?P<mm>[\d.]+)%)?
+        \s*$",
+    )
+    .expect("valid regex")
+});
+
+static V1_RUNNING_WAITING: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^Running: (?P<run>\d+) reqs, Waiting: (?P<wait>\d+) reqs\s*$").expect("valid regex"));
+
+static V0_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Prefix cache hit rate: GPU: (?P<gpu>[\d.]+)%, CPU: (?P<cpu>[\d.]+)%\s*$").expect("valid regex")
+});
+
+static V1_SPEC_NEW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^SpecDecoding\ metrics:\ Mean\ acceptance\ length:\ (?P<len>[\d.]+),
+        \ Accepted\ throughput:\ (?P<atps>[\d.]+)\ tokens/s,\ Drafted\ throughput:\ (?P<dtps>[\d.]+)\ tokens/s,
+        \ Accepted:\ (?P<acc>\d+)\ tokens,\ Drafted:\ (?P<dr>\d+)\ tokens,\ Per-position\ acceptance\ rate:\ [\d.,\ ]*?,
+        \ Avg\ Draft\ acceptance\ rate:\ (?P<rate>[\d.]+)%\s*$",
+    )
+    .expect("valid regex")
+});
+
+static V1_SPEC_OLD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^SpecDecoding\ metrics:\ Draft\ acceptance\ rate:\ (?P<rate>[\d.]+)%,\ Mean\ acceptance\ length:\ (?P<len>[\d.]+),
+        \ Accepted:\ (?P<acc>\d+)\ tokens,\ Drafted:\ (?P<dr>\d+)\ tokens,\ Per-position\ acceptance\ rate:\ [\d.,\ ]*$",
+    )
+    .expect("valid regex")
+});
+
+static V0_SPEC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^Speculative\ metrics:\ Draft\ acceptance\ rate:\ (?P<rate>[\d.]+),\ System\ efficiency:\ [\d.]+,
+        \ Number\ of\ speculative\ tokens:\ \d+,\ Number\ of\ accepted\ tokens:\ (?P<acc>\d+),
+        \ Number\ of\ draft\ tokens(?:\ tokens)?:\ (?P<dr>\d+),\ Number\ of\ emitted\ tokens(?:\ tokens)?:\ \d+\.?\s*$",
+    )
+    .expect("valid regex")
+});
+
+static LIFECYCLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:
+            Added\ request\ (?P<added>\S+?)
+          | Finished\ request\ (?P<finished>\S+?)
+          | Aborted\ request\ (?P<aborted>\S+?)
+          | Aborted\ request\(s\)\ (?P<aborted_many>\S+?)
+          | Request\ (?P<aborted_v1>\S+)\ aborted
+        )\.\s*$",
+    )
+    .expect("valid regex")
+});
+
+/// Classifies one message.
+pub(crate) fn parse_message(message: &str) -> Line<'_> {
+    let message = message.trim_end();
+    if let Some(rest) = message.strip_prefix("Received request ") {
+        return match rest.split_once(": ") {
+            Some((id, fields)) => match parse_received(fields) {
+                Ok(fields) => Line::Received { id, fields },
+                Err(what) => Line::Malformed { what },
+            },
+            None => Line::Malformed { what: "a Received request line without fields" },
+        };
+    }
+    if let Some(rest) = message.strip_prefix("Request ")
+        && let Some((id, fields)) = rest.split_once(" details: ")
+    {
+        return match parse_received(fields) {
+            Ok(fields) => Line::Details { id, fields },
+            Err(what) => Line::Malformed { what },
+        };
+    }
+    if let Some(c) = LIFECYCLE.captures(message) {
+        let get = |name| c.name(name).map(|m| m.as_str());
+        return if let Some(id) = get("added") {
+            Line::Added { id }
+        } else if let Some(id) = get("finished") {
+            Line::Finished { id }
+        } else if let Some(id) = get("aborted").or(get("aborted_v1")) {
+            Line::Aborted { ids: vec![id] }
+        } else {
+            Line::Aborted {
+                ids: get("aborted_many").unwrap_or_default().split(',').filter(|s| !s.is_empty()).collect(),
+            }
+        };
+    }
+    if let Some(stats) = parse_stats(message) {
+        return Line::Stats(stats);
+    }
+    // A line that reads like statistics but matches no generation is cut short or of a new shape: say so.
+    let stats_like = message.contains("Avg prompt throughput:")
+        || ["SpecDecoding metrics:", "Speculative metrics:", "Prefix cache hit rate: GPU:"]
+            .iter()
+            .any(|s| message.starts_with(s));
+    if stats_like {
+        return Line::Malformed { what: "a statistics line of an unknown or truncated shape" };
+    }
+    Line::Other
+}
+
+fn parse_stats(message: &str) -> Option<Stats> {
+    if let Some(c) = V1_STATS.captures(message) {
+        // The device word (`GPU`, `XPU`, a CPU backend's `CPU`) names the main KV pool: it is `kv_cache_usage` either way.
+        return Some(Stats {
+            engine: c.name("engine").and_then(|m| m.as_str().parse().ok()),
+            aggregated: c.name("agg").and_then(|m| m.as_str().parse().ok()),
+            prompt_tps: f(&c, "p"),
+            generation_tps: f(&c, "g"),
+            running: f(&c, "run"),
+            waiting: f(&c, "wait"),
+            deferred: f(&c, "deferred"),
+            kv_fetch: f(&c, "kvw").zip(f(&c, "kvp")).zip(f(&c, "kvc")).map(|((w, p), d)| (w, p, d)),
+            preemptions: f(&c, "preempt"),
+            kv_usage: pct(&c, "kv"),
+            prefix_hit: pct(&c, "pc"),
+            corrupted: f(&c, "corrupt"),
+            external_hit: pct(&c, "ext"),
+            mm_hit: pct(&c, "mm"),
+            ..Stats::default()
+        });
+    }
+    if let Some(c) = V0_STATS.captures(message) {
+        return Some(Stats {
+            prompt_tps: f(&c, "p"),
+            generation_tps: f(&c, "g"),
+            running: f(&c, "run"),
+            swapped: f(&c, "swap"),
+            waiting: f(&c, "pend"),
+            kv_usage: pct(&c, "gpu"),
+            cpu_kv_usage: pct(&c, "cpu"),
+            ..Stats::default()
+        });
+    }
+    if let Some(c) = V1_RUNNING_WAITING.captures(message) {
+        return Some(Stats { running: f(&c, "run"), waiting: f(&c, "wait"), ..Stats::default() });
+    }
+    if let Some(c) = V0_PREFIX.captures(message) {
+        return Some(Stats { prefix_hit: pct(&c, "gpu"), cpu_prefix_hit: pct(&c, "cpu"), ..Stats::default() });
+    }
+    if let Some(c) = V1_SPEC_NEW.captures(message) {
+        return Some(Stats {
+            spec_accept_length: f(&c, "len"),
+            spec_accepted_tps: f(&c, "atps"),
+            spec_drafted_tps: f(&c, "dtps"),
+            spec_accepted: f(&c, "acc"),
+            spec_drafted: f(&c, "dr"),
+            spec_accept_rate: pct(&c, "rate"),
+            ..Stats::default()
+        });
+    }
+    if let Some(c) = V1_SPEC_OLD.captures(message) {
+        return Some(Stats {
+            spec_accept_rate: pct(&c, "rate"),
+            spec_accept_length: f(&c, "len"),
+            spec_accepted: f(&c, "acc"),
+            spec_drafted: f(&c, "dr"),
+            ..Stats::default()
+        });
+    }
+    if let Some(c) = V0_SPEC.captures(message) {
+        // Already a fraction in V0 ("{:.3f}").
+        return Some(Stats {
+            spec_accept_rate: f(&c, "rate"),
+            spec_accepted: f(&c, "acc"),
+            spec_drafted: f(&c, "dr"),
+            ..Stats::default()
+        });
+    }
+    None
+}
+
+/// Parses the `key: value` fields after `Received request <id>: ` (or `Request <id> details: `).
+fn parse_received(mut rest: &str) -> Result<Received, &'static str> {
+    let mut fields = Received::default();
+    loop {
+        rest = rest.trim_start();
+        if rest.is_empty() || rest == "." {
+            return Ok(fields);
+        }
+        let Some((key, after)) = rest.split_once(": ") else { return Err("a Received request field without a value") };
+        if key.contains(['(', '[', '\'', '"']) {
+            return Err("a Received request field name that is not a name");
+        }
+        let (after, value) =
+            py_value(after).map_err(|_| "a Received request value that is cut short or not a Python repr")?;
+        let mut after = after;
+        match key {
+            "sampling params" | "sampling_params" | "params" => {
+                fields.max_tokens =
+                    value.get("max_tokens").and_then(PyValue::as_i64).and_then(|n| u32::try_from(n).ok());
+                // 0.6.3's SamplingParams repr closes before `, guided_decoding=…`: skip such trailing keywords.
+                while let Some(next) = trailing_keyword(after) {
+                    after = next;
+                }
+            }
+            "prompt token ids" | "prompt_token_ids" => {
+                if let PyValue::List(items) = &value {
+                    let ids: Option<Vec<u64>> =
+                        items.iter().map(|v| v.as_i64().and_then(|n| u64::try_from(n).ok())).collect();
+                    fields.prompt_token_ids = Some(ids.ok_or("prompt token ids that are not integers")?);
+                }
+            }
+            _ => {}
+        }
+        rest = match after.strip_prefix(',') {
+            Some(next) => next,
+            None if after.trim() == "." || after.trim().is_empty() => return Ok(fields),
+            None => return Err("a Received request line with unexpected text between fields"),
+        };
+    }
+}
+
+/// `, name=<repr>` at the start of `text`, returning what follows it.
+fn trailing_keyword(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix(", ")?;
+    let (name, value) = rest.split_once('=')?;
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return None;
+    }
+    py_value(value).ok().map(|(after, _)| after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn received(message: &str) -> (&str, Received) {
+        match parse_message(message) {
+            Line::Received { id, fields } => (id, fields),
+            other => panic!("{other:?} for {message}"),
+        }
+    }
+
+    const SP_04: &str = "SamplingParams(n=1, best_of=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.7, top_p=1.0, top_k=-1, min_p=0.0, seed=None, use_beam_search=False, length_penalty=1.0, early_stopping=False, stop=[], stop_token_ids=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens=256, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True)";
+
+    #[test]
+    fn received_request_in_every_generation() {
+        // One line per template generation, written from the format strings; the prompt tries to derail the parser.
+        let prompt = r#"'say ", params: x", then \'quote\''"#;
+        let cases = [
+            format!("Received request a: prompt: {prompt}, sampling params: {SP_04}, prompt token ids: [1, 2, 3]."),
+            format!(
+                "Received request a: prompt: {prompt}, prefix_pos: None,sampling params: {SP_04}, prompt token ids: [1, 2, 3], lora_request: None."
+            ),
+            format!(
+                "Received request a: prompt: {prompt}, prefix_pos: None,sampling_params: {SP_04}, prompt_token_ids: [1, 2, 3], lora_request: None."
+            ),
+            format!(
+                "Received request a: prompt: {prompt}, sampling_params: {SP_04}, prompt_token_ids: [1, 2, 3], lora_request: None."
+            ),
+            format!(
+                "Received request a: prompt: {prompt}, params: {SP_04}, prompt_token_ids: [1, 2, 3], lora_request: None."
+            ),
+            format!(
+                "Received request a: prompt: {prompt}, params: {SP_04}, prompt_token_ids: [1, 2, 3], lora_request: None, prompt_adapter_request: None."
+            ),
+            format!(
+                "Received request a: prompt: {prompt}, params: {SP_04}, prompt_token_ids: [1, 2, 3], prompt_embeds shape: None, lora_request: None, prompt_adapter_request: None."
+            ),
+            format!(
+                "Received request a: prompt: {prompt}, params: {SP_04}, prompt_token_ids: [1, 2, 3], prompt_embeds shape: None, lora_request: None."
+            ),
+            // 0.6.3: the repr closes before guided_decoding.
+            format!(
+                "Received request a: prompt: {prompt}, params: {}, guided_decoding=GuidedDecodingParams(json=None, regex=None, choice=None, grammar=None, json_object=None, backend=None, whitespace_pattern=None), prompt_token_ids: [1, 2, 3], lora_request: None, prompt_adapter_request: None.",
+                SP_04
+            ),
+        ];
+        for line in &cases {
+            let (id, fields) = received(line);
+            assert_eq!(id, "a");
+            assert_eq!(fields, Received { max_tokens: Some(256), prompt_token_ids: Some(vec![1, 2, 3]) }, "{line}");
+        }
+        // 0.11.1+: no prompt on the INFO line; the ids come on a DEBUG line.
+        let (id, fields) = received(
+            "Received request chatcmpl-a269fdcb7c6ce890: params: SamplingParams(n=1, max_tokens=None), lora_request: None.",
+        );
+        assert_eq!((id, fields), ("chatcmpl-a269fdcb7c6ce890", Received { max_tokens: None, prompt_token_ids: None }));
+        assert_eq!(
+            parse_message(
+                "Request chatcmpl-x details: prompt: 'hi', prompt_token_ids: [7, 8], prompt_embeds shape: None."
+            ),
+            Line::Details {
+                id: "chatcmpl-x",
+                fields: Received { max_tokens: None, prompt_token_ids: Some(vec![7, 8]) }
+            }
+        );
+        // 0.7-0.11.0 chat requests log no ids.
+        let (_, fields) = received(&format!(
+            "Received request chatcmpl-1: prompt: 'x', params: {SP_04}, prompt_token_ids: None, lora_request: None, prompt_adapter_request: None."
+        ));
+        assert_eq!(fields.prompt_token_ids, None);
+    }
+
+    #[test]
+    fn truncated_received_lines_are_malformed() {
+        let cut = format!("Received request chat-1: prompt: 'x', params: {}", &SP_04[..60]);
+        assert!(matches!(parse_message(&cut), Line::Malformed { .. }));
+        assert!(matches!(parse_message("Received request chat-1: prompt: 'unterminated"), Line::Malformed { .. }));
+    }
+
+    #[test]
+    fn lifecycle_lines() {
+        assert_eq!(
+            parse_message("Added request chatcmpl-17b89d9812784abb94a100224e1208af."),
+            Line::Added { id: "chatcmpl-17b89d9812784abb94a100224e1208af" }
+        );
+        assert_eq!(parse_message("Finished request cmpl-e3ab-0."), Line::Finished { id: "cmpl-e3ab-0" });
+        assert_eq!(
+            parse_message("Aborted request 0e89f1d2d94c4a039f868222c100cc8a."),
+            Line::Aborted { ids: vec!["0e89f1d2d94c4a039f868222c100cc8a"] }
+        );
+        assert_eq!(parse_message("Aborted request(s) a,b,c."), Line::Aborted { ids: vec!["a", "b", "c"] });
+        assert_eq!(parse_message("Request chatcmpl-9 aborted."), Line::Aborted { ids: vec!["chatcmpl-9"] });
+        assert_eq!(parse_message("Preempted request cmpl-e5-0 has been resumed!"), Line::Other);
+    }
+
+    #[test]
+    fn stats_in_every_generation() {
+        let v0 = "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 2136.3 tokens/s, Running: 247 reqs, Swapped: 0 reqs, Pending: 740 reqs, GPU KV cache usage: 99.7%, CPU KV cache usage: 0.0%";
+        let expected_v0 = Stats {
+            prompt_tps: Some(0.0),
+            generation_tps: Some(2136.3),
+            running: Some(247.0),
+            swapped: Some(0.0),
+            waiting: Some(740.0),
+            kv_usage: Some(0.997),
+            cpu_kv_usage: Some(0.0),
+            ..Stats::default()
+        };
+        assert_eq!(parse_message(v0), Line::Stats(expected_v0.clone()));
+        assert_eq!(parse_message(&format!("{v0}.")), Line::Stats(expected_v0), "0.4.3+ trailing period");
+
+        assert_eq!(
+            parse_message("Prefix cache hit rate: GPU: 0.00%, CPU: 90.00%"),
+            Line::Stats(Stats { prefix_hit: Some(0.0), cpu_prefix_hit: Some(0.9), ..Stats::default() })
+        );
+        assert_eq!(
+            parse_message("Running: 3 reqs, Waiting: 1 reqs "),
+            Line::Stats(Stats { running: Some(3.0), waiting: Some(1.0), ..Stats::default() })
+        );
+        let v1 = "Avg prompt throughput: 10.8 tokens/s, Avg generation throughput: 34.3 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.1%, Prefix cache hit rate: 85.7%";
+        let expected_v1 = Stats {
+            prompt_tps: Some(10.8),
+            generation_tps: Some(34.3),
+            running: Some(0.0),
+            waiting: Some(0.0),
+            kv_usage: Some(0.001),
+            prefix_hit: Some(0.857),
+            ..Stats::default()
+        };
+        assert_eq!(parse_message(v1), Line::Stats(expected_v1.clone()), "0.7.3-0.8.0");
+        assert_eq!(
+            parse_message(&format!("Engine 000: {v1}")),
+            Line::Stats(Stats { engine: Some(0), ..expected_v1.clone() })
+        );
+
+        // 0.11.1+ with every optional part, and 0.30+ device word, and 0.31+ without the prefix cache.
+        let full = "2 Engines Aggregated: Avg prompt throughput: 1.5 tokens/s, Avg generation throughput: 2.5 tokens/s, Running: 4 reqs, Waiting: 5 reqs, Deferred: 6 reqs, KV fetch: 1 waiting to start, 2 in progress, 3 completed waiting, Preemptions: 7, XPU KV cache usage: 12.5%, Prefix cache hit rate: 50.0%, Corrupted: 1 reqs, External prefix cache hit rate: 25.0%, MM cache hit rate: 75.0%";
+        assert_eq!(
+            parse_message(full),
+            Line::Stats(Stats {
+                aggregated: Some(2),
+                prompt_tps: Some(1.5),
+                generation_tps: Some(2.5),
+                running: Some(4.0),
+                waiting: Some(5.0),
+                deferred: Some(6.0),
+                kv_fetch: Some((1.0, 2.0, 3.0)),
+                preemptions: Some(7.0),
+                kv_usage: Some(0.125),
+                prefix_hit: Some(0.5),
+                corrupted: Some(1.0),
+                external_hit: Some(0.25),
+                mm_hit: Some(0.75),
+                ..Stats::default()
+            })
+        );
+        let no_prefix = "Engine 001: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, CPU KV cache usage: 3.0%";
+        assert_eq!(
+            parse_message(no_prefix),
+            Line::Stats(Stats {
+                engine: Some(1),
+                prompt_tps: Some(0.0),
+                generation_tps: Some(0.0),
+                running: Some(0.0),
+                waiting: Some(0.0),
+                kv_usage: Some(0.03),
+                ..Stats::default()
+            })
+        );
+    }
+
+    #[test]
+    fn speculative_decoding_in_every_generation() {
+        let new = "SpecDecoding metrics: Mean acceptance length: 2.63, Accepted throughput: 76.80 tokens/s, Drafted throughput: 235.49 tokens/s, Accepted: 768 tokens, Drafted: 2355 tokens, Per-position acceptance rate: 0.700, 0.560, 0.372, Avg Draft acceptance rate: 32.6%";
+        assert_eq!(
+            parse_message(new),
+            Line::Stats(Stats {
+                spec_accept_length: Some(2.63),
+                spec_accepted_tps: Some(76.8),
+                spec_drafted_tps: Some(235.49),
+                spec_accepted: Some(768.0),
+                spec_drafted: Some(2355.0),
+                spec_accept_rate: Some(0.326),
+                ..Stats::default()
+            })
+        );
+        let old = "SpecDecoding metrics: Draft acceptance rate: 60.0%, Mean acceptance length: 2.20, Accepted: 120 tokens, Drafted: 200 tokens, Per-position acceptance rate: 0.800, 0.400";
+        assert_eq!(
+            parse_message(old),
+            Line::Stats(Stats {
+                spec_accept_rate: Some(0.6),
+                spec_accept_length: Some(2.2),
+                spec_accepted: Some(120.0),
+                spec_drafted: Some(200.0),
+                ..Stats::default()
+            })
+        );
+        let v0 = "Speculative metrics: Draft acceptance rate: 0.651, System efficiency: 0.570, Number of speculative tokens: 5, Number of accepted tokens: 651, Number of draft tokens tokens: 1000, Number of emitted tokens tokens: 700.";
+        assert_eq!(
+            parse_message(v0),
+            Line::Stats(Stats {
+                spec_accept_rate: Some(0.651),
+                spec_accepted: Some(651.0),
+                spec_drafted: Some(1000.0),
+                ..Stats::default()
+            })
+        );
+    }
+
+    #[test]
+    fn truncated_stats_are_malformed() {
+        assert!(matches!(
+            parse_message("Engine 000: Avg prompt throughput: 0.0 [TRUNCATED-IN-SOURCE]"),
+            Line::Malformed { .. }
+        ));
+        assert_eq!(parse_message("Starting vLLM API server on http://0.0.0.0:8000"), Line::Other);
+    }
+}

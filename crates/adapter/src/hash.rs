@@ -1,0 +1,65 @@
+//! Chained prefix-block hashes of token ids, the `prefix_hashes` of adapters that see the prompt's tokens.
+//!
+//! Hash `i` covers blocks `0..=i`: `h[0] = xxh3_64(block 0, seed 0)`, `h[i] = xxh3_64(block i, seed h[i-1])`, each
+//! block being `block_size` token ids as little-endian `u32` (ids above `u32::MAX` as little-endian `u64`). Only
+//! full blocks are hashed, as engines cache only full blocks. Equal hashes therefore mean an equal token prefix, and
+//! no token id can be recovered from them.
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+/// The chained hashes of the full `block_size`-token blocks of `tokens`.
+pub fn chained_block_hashes(tokens: &[u64], block_size: usize) -> Vec<u64> {
+    if block_size == 0 {
+        return Vec::new();
+    }
+    let mut bytes = Vec::with_capacity(block_size * 8);
+    let mut previous = 0;
+    tokens
+        .chunks_exact(block_size)
+        .map(|block| {
+            bytes.clear();
+            for &token in block {
+                match u32::try_from(token) {
+                    Ok(small) => bytes.extend_from_slice(&small.to_le_bytes()),
+                    Err(_) => bytes.extend_from_slice(&token.to_le_bytes()),
+                }
+            }
+            previous = xxh3_64_with_seed(&bytes, previous);
+            previous
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_prefixes_give_equal_hashes_and_only_full_blocks_count() {
+        let a: Vec<u64> = (0..40).collect();
+        let mut b = a.clone();
+        b[35] = 999; // Third block differs.
+        let (ha, hb) = (chained_block_hashes(&a, 16), chained_block_hashes(&b, 16));
+        assert_eq!(ha.len(), 2, "40 tokens hold two full 16-token blocks");
+        assert_eq!(ha, hb, "the difference is in the partial third block");
+        let mut c = a.clone();
+        c[3] = 999;
+        let hc = chained_block_hashes(&c, 16);
+        assert_ne!(ha[0], hc[0]);
+        assert_ne!(ha[1], hc[1], "a change in block 0 changes every later hash");
+        assert_eq!(chained_block_hashes(&a[..15], 16), Vec::<u64>::new());
+        assert_eq!(chained_block_hashes(&a, 0), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn the_first_hash_is_xxh3_of_the_little_endian_block() {
+        let tokens = [1u64, 2, 3, 4];
+        let bytes: Vec<u8> = [1u32, 2, 3, 4].iter().flat_map(|t| t.to_le_bytes()).collect();
+        let first = xxh3_64_with_seed(&bytes, 0);
+        assert_eq!(
+            chained_block_hashes(&tokens, 2)[1],
+            xxh3_64_with_seed(&bytes[8..], xxh3_64_with_seed(&bytes[..8], 0))
+        );
+        assert_eq!(chained_block_hashes(&tokens, 4), [first]);
+    }
+}
