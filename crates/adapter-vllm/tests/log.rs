@@ -95,6 +95,11 @@ fn year_sources_in_order_of_preference() {
     assert_eq!(report.year.map(|y| (y.year, y.source)), Some((2024, YearSource::Prefix)));
     assert_eq!(sink.samples[0].time, utc(2024, 7, 24, 9, 55, 30));
 
+    // --year outranks the wrapper.
+    let (sink, report) = parse_with(&wrapped, ParseOptions { year: Some(2022), ..Default::default() }, Some(2026));
+    assert_eq!(report.year.map(|y| (y.year, y.source)), Some((2022, YearSource::Option)));
+    assert_eq!(sink.samples[0].time, utc(2022, 7, 24, 9, 55, 30));
+
     // docker --timestamps gives the instant itself, in UTC, to the nanosecond.
     let docker = format!("2024-07-24T09:55:30.123456789Z {line}");
     let (sink, report) = parse_with(&docker, ParseOptions { year: Some(2020), ..Default::default() }, None);

@@ -65,7 +65,10 @@ impl Clock {
             return Some(instant.nanos);
         }
         let assumption = match record.prefix_time {
-            Some(PrefixTime::Wrapper { year }) => YearAssumption { year, source: YearSource::Prefix },
+            // `--year` outranks a wrapper's year; only the file's modification time is outranked by it.
+            Some(PrefixTime::Wrapper { year }) if self.fallback.source != YearSource::Option => {
+                YearAssumption { year, source: YearSource::Prefix }
+            }
             _ => {
                 if self.last_month == 12 && record.month == 1 {
                     self.year += 1; // 12-31 → 01-01 inside one file.
@@ -101,7 +104,9 @@ impl Clock {
     }
 
     fn note_year(&mut self, assumption: YearAssumption, month: u32) {
-        self.year = assumption.year;
+        if assumption.source != YearSource::Prefix || self.fallback.source != YearSource::Option {
+            self.year = assumption.year;
+        }
         self.last_month = month;
         self.first.get_or_insert(assumption);
     }
