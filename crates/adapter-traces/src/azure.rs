@@ -137,6 +137,7 @@ impl Adapter for AzureLlm {
             clock_domain,
             year: None,
             lines: lines.lines_read(),
+            details: Default::default(),
         })
     }
 }
@@ -237,7 +238,8 @@ mod tests {
                 format_version: Some("2023".into()),
                 clock_domain: ClockDomain::AssumedOffset,
                 year: None,
-                lines: 3
+                lines: 3,
+                details: Default::default(),
             }
         );
         let rows: Vec<_> = sink

@@ -159,6 +159,7 @@ impl Adapter for Mooncake {
             clock_domain: ClockDomain::Relative,
             year: None,
             lines: lines.lines_read(),
+            details: Default::default(),
         })
     }
 }
@@ -197,7 +198,13 @@ mod tests {
         assert_eq!(sink.diagnostics, []);
         assert_eq!(
             report,
-            ParseReport { format_version: None, clock_domain: ClockDomain::Relative, year: None, lines: 1 }
+            ParseReport {
+                format_version: None,
+                clock_domain: ClockDomain::Relative,
+                year: None,
+                lines: 1,
+                details: Default::default()
+            }
         );
         let expected = RequestRow {
             request_id: "conv:1".into(),

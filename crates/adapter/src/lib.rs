@@ -20,6 +20,7 @@ mod lines;
 mod sink;
 pub mod time;
 
+use std::collections::BTreeMap;
 use std::io::{self, BufRead};
 
 pub use diagnostic::{Diagnostic, DiagnosticKind};
@@ -71,6 +72,8 @@ pub struct ParseReport {
     pub year: Option<YearAssumption>,
     /// Lines read, blank ones included.
     pub lines: u64,
+    /// Format-specific facts about the whole input, copied into the manifest.
+    pub details: BTreeMap<String, serde_json::Value>,
 }
 
 /// Why a parse stopped. Content never causes one.

@@ -123,6 +123,7 @@ fn normalize_file(
         lines: report.lines,
         records,
         diagnostics,
+        details: report.details,
     })
 }
 

@@ -3,10 +3,10 @@
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
-use infertrace_adapter_vllm::VllmLog;
+use infertrace_adapter_vllm::{VllmBench, VllmLog};
 
 /// Every adapter, in the order `infertrace formats` lists them.
-pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm, &VllmLog];
+pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench];
 
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -21,6 +21,9 @@ pub enum FormatArg {
     /// vLLM server/engine text log.
     #[value(name = "vllm-log")]
     VllmLog,
+    /// vLLM benchmark result JSON or console summary.
+    #[value(name = "vllm-bench")]
+    VllmBench,
 }
 
 impl FormatArg {

@@ -24,6 +24,9 @@ fn render(dataset: &Dataset) -> String {
         input.lines, input.records.requests, input.records.samples, input.records.cache_events
     )
     .unwrap();
+    for (key, value) in &input.details {
+        writeln!(out, "detail {key}: {value}").unwrap();
+    }
     writeln!(out, "\ndiagnostics: {}", input.diagnostics.total).unwrap();
     for (kind, summary) in &input.diagnostics.by_kind {
         for d in &summary.first {

@@ -25,7 +25,7 @@ fn datasets_open_in_pyarrow_as_documented() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-    // 8,819 + 19,366 + 11 + 4 + 2 (Azure) + 2 + 2 + 12,031 + 14 + 5 (Mooncake) + 15 (vLLM excerpts: 9 aborts in
-    // the 0.2.7 file, one request in each of six others), per testdata/README.md and the golden snapshots.
-    assert!(stdout.contains("requests: 40271 rows, 43 columns as documented"), "{stdout}");
+    // 8,819 + 19,366 + 11 + 4 + 2 (Azure) + 2 + 2 + 12,031 + 14 + 5 (Mooncake) + 15 (vLLM log excerpts: 9 aborts
+    // in the 0.2.7 file, one request in each of six others) + 4 + 3 (vLLM bench results), per testdata/README.md.
+    assert!(stdout.contains("requests: 40278 rows, 43 columns as documented"), "{stdout}");
 }

@@ -69,6 +69,8 @@ pub struct InputEntry {
     pub records: RowCounts,
     /// Lines that could not be used, by kind.
     pub diagnostics: DiagnosticSummary,
+    /// Format-specific facts about the input as a whole (a benchmark run's summary, a clock alignment), by name.
+    pub details: BTreeMap<String, serde_json::Value>,
 }
 
 /// The year an adapter gave to year-less timestamps (vLLM's `MM-DD HH:MM:SS`).
@@ -194,6 +196,10 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     ("inputs[].diagnostics.by_kind.<kind>.count", "Diagnostics of that kind."),
     ("inputs[].diagnostics.by_kind.<kind>.first[].line", "Line of one of the first few."),
     ("inputs[].diagnostics.by_kind.<kind>.first[].message", "What was wrong, without the line's content."),
+    (
+        "inputs[].details.<key>",
+        "Format-specific facts about the whole input, such as a benchmark run's summary (`vllm-bench`).",
+    ),
     ("rows.requests", "Rows of `requests.parquet`."),
     ("rows.samples", "Rows of `samples.parquet`."),
     ("rows.cache_events", "Rows of `cache_events.parquet`."),

@@ -228,12 +228,19 @@ fn manifest_field_docs_match_what_is_serialized() {
         lines: 1,
         records: RowCounts::default(),
         diagnostics,
+        details: [("duration".to_owned(), serde_json::json!(1.5))].into_iter().collect(),
     });
     fn paths(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
         match value {
             serde_json::Value::Object(map) => {
                 for (key, v) in map {
-                    let key = if prefix.ends_with("by_kind") { "<kind>" } else { key };
+                    let key = if prefix.ends_with("by_kind") {
+                        "<kind>"
+                    } else if prefix.ends_with("details") {
+                        "<key>"
+                    } else {
+                        key
+                    };
                     let p = if prefix.is_empty() { key.to_owned() } else { format!("{prefix}.{key}") };
                     paths(&p, v, out);
                 }

@@ -150,6 +150,7 @@ impl Adapter for VllmLog {
             clock_domain: clock.clock_domain(),
             year: clock.year(),
             lines: lines.lines_read(),
+            details: Default::default(),
         })
     }
 }
