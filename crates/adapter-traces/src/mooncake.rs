@@ -184,7 +184,7 @@ mod tests {
 
     fn parse(text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
         let mut sink = CollectSink::default();
-        let ctx = ParseContext { source_file: "traces/conv.jsonl", options: &options, modified_year: None };
+        let ctx = ParseContext { source_file: "traces/conv.jsonl", options: &options, modified: None };
         let report = Mooncake.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)
     }

@@ -12,7 +12,8 @@ fn parse_with(
     options: ParseOptions,
     modified_year: Option<i32>,
 ) -> (CollectSink, infertrace_adapter::ParseReport) {
-    let ctx = ParseContext { source_file: "logs/server.log", options: &options, modified_year };
+    let modified = modified_year.map(|year| utc(year, 6, 1, 12, 0, 0));
+    let ctx = ParseContext { source_file: "logs/server.log", options: &options, modified };
     let mut sink = CollectSink::default();
     let report = VllmLog.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
@@ -184,7 +185,7 @@ proptest! {
     #[test]
     fn never_panics_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..500)) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "x.log", options: &options, modified_year: Some(2025) };
+        let ctx = ParseContext { source_file: "x.log", options: &options, modified: Some(infertrace_adapter::time::civil_to_nanos(2025, 6, 1, (0, 0, 0), UtcOffset::UTC).unwrap()) };
         let mut sink = CollectSink::default();
         VllmLog.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
         let _ = VllmLog.detect(&bytes);
@@ -203,7 +204,7 @@ proptest! {
             }
         }
         let options = ParseOptions { year: Some(2025), ..ParseOptions::default() };
-        let ctx = ParseContext { source_file: "x.log", options: &options, modified_year: None };
+        let ctx = ParseContext { source_file: "x.log", options: &options, modified: None };
         let mut sink = CollectSink::default();
         VllmLog.parse(&mut &text[..], &ctx, &mut sink).unwrap();
     }

@@ -47,11 +47,17 @@ pub struct ParseContext<'a> {
     pub source_file: &'a str,
     /// Assumptions for inputs that lack them.
     pub options: &'a ParseOptions,
-    /// UTC year of the input file's modification time, the last resort for year-less timestamps.
-    pub modified_year: Option<i32>,
+    /// The input file's modification time (UTC nanoseconds): the last resort for inputs whose times lack a year
+    /// or are missing altogether.
+    pub modified: Option<i64>,
 }
 
 impl ParseContext<'_> {
+    /// The UTC year of [`modified`](Self::modified).
+    pub fn modified_year(&self) -> Option<i32> {
+        self.modified.map(|ns| chrono::Datelike::year(&chrono::DateTime::from_timestamp_nanos(ns)))
+    }
+
     /// The file name of `source_file` without directories and compression or format extensions,
     /// used to make request ids for sources that have none.
     pub fn source_stem(&self) -> &str {

@@ -100,7 +100,7 @@ fn normalize_file(
             }
         })?,
     };
-    let ctx = ParseContext { source_file: &file.display, options: &options.parse, modified_year: file.modified_year };
+    let ctx = ParseContext { source_file: &file.display, options: &options.parse, modified: file.modified };
     let mut sink = DatasetSink { writer, records: RowCounts::default(), diagnostics: DiagnosticSummary::default() };
     let report = adapter.parse(input.reader(), &ctx, &mut sink).map_err(|e| match e {
         infertrace_adapter::ParseError::Write(e) => {

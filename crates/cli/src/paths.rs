@@ -15,15 +15,13 @@ pub struct InputFile {
     pub display: String,
     /// Its size on disk.
     pub bytes: u64,
-    /// UTC year of its modification time, for formats whose timestamps have no year.
-    pub modified_year: Option<i32>,
+    /// Its modification time in UTC nanoseconds, for formats whose times lack a year or are missing.
+    pub modified: Option<i64>,
 }
 
-fn modified_year(metadata: &fs::Metadata) -> Option<i32> {
-    let modified = metadata.modified().ok()?;
-    let seconds = modified.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
-    let datetime = chrono::DateTime::from_timestamp(i64::try_from(seconds).ok()?, 0)?;
-    Some(chrono::Datelike::year(&datetime))
+fn modified(metadata: &fs::Metadata) -> Option<i64> {
+    let since_epoch = metadata.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since_epoch.as_nanos()).ok()
 }
 
 /// Expands the inputs given on the command line into files: files as given, directories walked recursively in
@@ -45,7 +43,7 @@ pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFil
                 path: input.clone(),
                 display: display_path(input, input),
                 bytes: metadata.len(),
-                modified_year: modified_year(&metadata),
+                modified: modified(&metadata),
             });
         }
     }
@@ -72,7 +70,7 @@ fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> 
                 display: display_path(root, &path),
                 path,
                 bytes: metadata.len(),
-                modified_year: modified_year(&metadata),
+                modified: modified(&metadata),
             });
         }
     }

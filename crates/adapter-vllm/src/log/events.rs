@@ -36,7 +36,7 @@ pub(crate) struct Clock {
 
 impl Clock {
     pub(crate) fn new(ctx: &ParseContext<'_>) -> Self {
-        let fallback = match (ctx.options.year, ctx.modified_year) {
+        let fallback = match (ctx.options.year, ctx.modified_year()) {
             (Some(year), _) => YearAssumption { year, source: YearSource::Option },
             (None, Some(year)) => YearAssumption { year, source: YearSource::FileModified },
             (None, None) => YearAssumption { year: 1970, source: YearSource::Unknown },
