@@ -3,10 +3,10 @@
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
-use infertrace_adapter_vllm::{VllmBench, VllmLog};
+use infertrace_adapter_vllm::{VllmBench, VllmLog, VllmMetrics};
 
 /// Every adapter, in the order `infertrace formats` lists them.
-pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench];
+pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench, &VllmMetrics];
 
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -24,6 +24,9 @@ pub enum FormatArg {
     /// vLLM benchmark result JSON or console summary.
     #[value(name = "vllm-bench")]
     VllmBench,
+    /// vLLM Prometheus /metrics scrapes.
+    #[value(name = "vllm-metrics")]
+    VllmMetrics,
 }
 
 impl FormatArg {
