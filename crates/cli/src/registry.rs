@@ -3,10 +3,10 @@
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
-use infertrace_adapter_vllm::{VllmBench, VllmLog, VllmMetrics};
+use infertrace_adapter_vllm::{VllmBench, VllmLog, VllmMetrics, VllmOtlp};
 
 /// Every adapter, in the order `infertrace formats` lists them.
-pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench, &VllmMetrics];
+pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench, &VllmMetrics, &VllmOtlp];
 
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -27,6 +27,9 @@ pub enum FormatArg {
     /// vLLM Prometheus /metrics scrapes.
     #[value(name = "vllm-metrics")]
     VllmMetrics,
+    /// vLLM OpenTelemetry spans as OTLP/JSON.
+    #[value(name = "vllm-otlp")]
+    VllmOtlp,
 }
 
 impl FormatArg {

