@@ -19,17 +19,20 @@ pub enum Generation {
     V0_14,
     /// 0.31: record-level process prefix, `<device> KV cache usage`, no prefix-cache part; starts on Dec 31.
     V0_31,
+    /// 0.32+ with `--logging-config.formatter json`: JSON records with year and milliseconds, 0.31 messages.
+    V0_32Json,
 }
 
 impl Generation {
     /// Every generation, oldest first.
-    pub const ALL: [Generation; 6] = [
+    pub const ALL: [Generation; 7] = [
         Generation::V0_2_7,
         Generation::V0_4_2,
         Generation::V0_6_0,
         Generation::V0_8_5,
         Generation::V0_14,
         Generation::V0_31,
+        Generation::V0_32Json,
     ];
 }
 
@@ -96,15 +99,25 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
     let (start_month, start_day, start_secs) =
         if generation == V0_31 { (12, 31, 86_400 - 30) } else { (3, 14, 9 * 3600) };
     let mut clock = 0u64;
-    let header = |level: &str, clock: u64, file: &str, line: u32| {
+    let record = |level: &str, clock: u64, file: &str, line: u32, message: &str| {
         let total = start_secs + clock;
         let (month, day) = if total >= 86_400 { (1, 1 + (total / 86_400 - 1)) } else { (start_month, start_day) };
+        let year = if total >= 86_400 && generation == V0_31 { 2026 } else { 2025 };
         let t = total % 86_400;
         let time = format!("{month:02}-{day:02} {:02}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
         match generation {
-            V0_2_7 | V0_4_2 | V0_6_0 => format!("{level} {time} {file}:{line}] "),
-            V0_8_5 => format!("{level} {time} [{file}:{line}] "),
-            V0_14 | V0_31 => format!("(APIServer pid=7) {level} {time} [{file}:{line}] "),
+            V0_2_7 | V0_4_2 | V0_6_0 => format!("{level} {time} {file}:{line}] {message}"),
+            V0_8_5 => format!("{level} {time} [{file}:{line}] {message}"),
+            V0_14 | V0_31 => format!("(APIServer pid=7) {level} {time} [{file}:{line}] {message}"),
+            V0_32Json => serde_json::json!({
+                "asctime": format!("{year}-{time},{:03}", clock % 1000),
+                "levelname": level,
+                "name": format!("vllm.{}", file.trim_end_matches(".py")),
+                "processName": "APIServer",
+                "process": 7,
+                "message": message,
+            })
+            .to_string(),
         }
     };
     let line = |out: &mut dyn Write, text: String, done: &mut Generated| -> io::Result<()> {
@@ -141,7 +154,7 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
             V0_8_5 => format!(
                 "Received request {id}: prompt: {prompt}, params: {v1_params}, prompt_token_ids: {ids}, lora_request: None, prompt_adapter_request: None."
             ),
-            V0_14 | V0_31 => format!("Received request {id}: params: {v1_params}, lora_request: None."),
+            V0_14 | V0_31 | V0_32Json => format!("Received request {id}: params: {v1_params}, lora_request: None."),
         };
         let (file, number) = match generation {
             V0_2_7 => ("async_llm_engine.py", 383),
@@ -149,28 +162,29 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
             V0_6_0 => ("logger.py", 36),
             V0_8_5 => ("logger.py", 39),
             V0_14 => ("logger.py", 49),
-            V0_31 => ("request_logger.py", 65),
+            V0_31 | V0_32Json => ("request_logger.py", 65),
         };
-        line(out, format!("{}{received}", header("INFO", clock, file, number)), &mut done)?;
-        if matches!(generation, V0_14 | V0_31) {
+        line(out, record("INFO", clock, file, number, &received), &mut done)?;
+        if matches!(generation, V0_14 | V0_31 | V0_32Json) {
             let details =
                 format!("Request {id} details: prompt: {prompt}, prompt_token_ids: {ids}, prompt_embeds shape: None.");
-            line(out, format!("{}{details}", header("DEBUG", clock, file, number)), &mut done)?;
+            line(out, record("DEBUG", clock, file, number, &details), &mut done)?;
         }
-        let internal =
-            if matches!(generation, V0_14 | V0_31) { format!("{id}-{:08x}", rng.next() as u32) } else { id.clone() };
+        let internal = if matches!(generation, V0_14 | V0_31 | V0_32Json) {
+            format!("{id}-{:08x}", rng.next() as u32)
+        } else {
+            id.clone()
+        };
         match generation {
             V0_2_7 | V0_4_2 => {}
             V0_6_0 => line(
                 out,
-                format!("{}Added request {internal}.", header("INFO", clock, "async_llm_engine.py", 206)),
+                record("INFO", clock, "async_llm_engine.py", 206, &format!("Added request {internal}.")),
                 &mut done,
             )?,
-            _ => line(
-                out,
-                format!("{}Added request {internal}.", header("INFO", clock, "async_llm.py", 252)),
-                &mut done,
-            )?,
+            _ => {
+                line(out, record("INFO", clock, "async_llm.py", 252, &format!("Added request {internal}.")), &mut done)?
+            }
         }
         let abort = i % 7 == 3;
         if abort {
@@ -179,31 +193,31 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
                 V0_2_7 | V0_4_2 | V0_6_0 => {
                     line(
                         out,
-                        format!("{}Aborted request {id}.", header("INFO", clock, "async_llm_engine.py", 134)),
+                        record("INFO", clock, "async_llm_engine.py", 134, &format!("Aborted request {id}.")),
                         &mut done,
                     )?;
                 }
                 V0_8_5 => {
                     line(
                         out,
-                        format!("{}Request {id} aborted.", header("INFO", clock, "async_llm.py", 411)),
+                        record("INFO", clock, "async_llm.py", 411, &format!("Request {id} aborted.")),
                         &mut done,
                     )?;
                     line(
                         out,
-                        format!("{}Aborted request {id}.", header("INFO", clock, "async_llm.py", 411)),
+                        record("INFO", clock, "async_llm.py", 411, &format!("Aborted request {id}.")),
                         &mut done,
                     )?;
                 }
-                V0_14 | V0_31 => {
+                V0_14 | V0_31 | V0_32Json => {
                     line(
                         out,
-                        format!("{}Request {id} aborted.", header("INFO", clock, "async_llm.py", 563)),
+                        record("INFO", clock, "async_llm.py", 563, &format!("Request {id} aborted.")),
                         &mut done,
                     )?;
                     line(
                         out,
-                        format!("{}Aborted request(s) {internal}.", header("INFO", clock, "async_llm.py", 563)),
+                        record("INFO", clock, "async_llm.py", 563, &format!("Aborted request(s) {internal}.")),
                         &mut done,
                     )?;
                 }
@@ -212,7 +226,7 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
             done.finished += 1;
             line(
                 out,
-                format!("{}Finished request {id}.", header("INFO", clock, "async_llm_engine.py", 111)),
+                record("INFO", clock, "async_llm_engine.py", 111, &format!("Finished request {id}.")),
                 &mut done,
             )?;
         }
@@ -263,7 +277,7 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
                     ),
                     7,
                 ),
-                V0_31 => (
+                V0_31 | V0_32Json => (
                     "loggers.py",
                     320,
                     format!(
@@ -272,16 +286,13 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
                     5,
                 ),
             };
-            line(out, format!("{}{text}", header("INFO", clock, file, number)), &mut done)?;
+            line(out, record("INFO", clock, file, number, &text), &mut done)?;
             done.samples += samples;
             match generation {
                 V0_6_0 => {
                     line(
                         out,
-                        format!(
-                            "{}Prefix cache hit rate: GPU: 25.00%, CPU: 0.00%",
-                            header("INFO", clock, "metrics.py", 367)
-                        ),
+                        record("INFO", clock, "metrics.py", 367, "Prefix cache hit rate: GPU: 25.00%, CPU: 0.00%"),
                         &mut done,
                     )?;
                     done.samples += 2;
@@ -289,9 +300,12 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
                 V0_14 => {
                     line(
                         out,
-                        format!(
-                            "{}SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 10.00 tokens/s, Drafted throughput: 20.00 tokens/s, Accepted: 100 tokens, Drafted: 200 tokens, Per-position acceptance rate: 0.700, 0.300, Avg Draft acceptance rate: 50.0%",
-                            header("INFO", clock, "metrics.py", 100)
+                        record(
+                            "INFO",
+                            clock,
+                            "metrics.py",
+                            100,
+                            "SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 10.00 tokens/s, Drafted throughput: 20.00 tokens/s, Accepted: 100 tokens, Drafted: 200 tokens, Per-position acceptance rate: 0.700, 0.300, Avg Draft acceptance rate: 50.0%",
                         ),
                         &mut done,
                     )?;

@@ -160,6 +160,25 @@ INFO 05-01 10:20:00 [async_llm.py:563] Aborted request(s) b.
 }
 
 #[test]
+fn json_records_of_0_32_carry_year_and_milliseconds() {
+    let log = r#"{"asctime": "2026-05-12 08:01:39,331", "levelname": "INFO", "name": "vllm.entrypoints.serve.utils.request_logger", "processName": "APIServer", "process": 1, "message": "Received request chatcmpl-1: params: SamplingParams(n=1, max_tokens=64), lora_request: None."}
+{"asctime": "2026-05-12 08:01:39,400", "levelname": "INFO", "name": "vllm.v1.engine.async_llm", "processName": "APIServer", "process": 1, "message": "Added request chatcmpl-1-0a1b2c3d."}
+{"asctime": "2026-05-12 08:01:49,000", "levelname": "INFO", "name": "vllm.v1.metrics.loggers", "processName": "APIServer", "process": 1, "message": "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 5.0%"}
+{"asctime": "2026-05-12 08:01:50", "levelname": "INFO", "message": "#;
+    let (sink, report) =
+        parse_with(log, ParseOptions { utc_offset: "+02:00".parse().unwrap(), ..Default::default() }, None);
+    assert_eq!(report.year.map(|y| (y.year, y.source)), Some((2026, YearSource::Record)));
+    assert_eq!(sink.requests.len(), 1);
+    assert_eq!(sink.requests[0].arrival_time, Some(utc(2026, 5, 12, 6, 1, 39) + 331_000_000));
+    assert_eq!(sink.requests[0].max_tokens, Some(64));
+    assert_eq!(sink.samples.len(), 5);
+    assert_eq!(sink.samples[0].instance.as_deref(), Some("engine-0"));
+    let kinds: Vec<_> = sink.diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+    assert_eq!(kinds, [(4, DiagnosticKind::MalformedRecord)]);
+    assert_eq!(VllmLog.detect(log.as_bytes()), Some(Confidence::High));
+}
+
+#[test]
 fn detection() {
     let v1 = b"(APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] Engine 000: Avg prompt throughput: 1.0 tokens/s";
     assert_eq!(VllmLog.detect(v1), Some(Confidence::High));
@@ -192,7 +211,7 @@ proptest! {
     }
 
     #[test]
-    fn never_panics_on_mutated_records(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..10), generation in 0usize..6) {
+    fn never_panics_on_mutated_records(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..10), generation in 0usize..Generation::ALL.len()) {
         let mut text = Vec::new();
         write_log(&mut text, Generation::ALL[generation], LogOptions { requests: 6, prompt_tokens: (1, 40), seed: 3 }).unwrap();
         for (at, byte) in edits {

@@ -91,6 +91,9 @@ pub enum YearSource {
     /// A prefix wrapped around the records that carries a year (docker `--timestamps`, a `[YYYY-MM-DD …]` wrapper).
     #[serde(rename = "prefix")]
     Prefix,
+    /// The records themselves carry their year (vLLM's JSON records).
+    #[serde(rename = "record")]
+    Record,
     /// The input file's modification time (UTC year).
     #[serde(rename = "file-modified")]
     FileModified,
@@ -187,7 +190,7 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
         "inputs[].year.year",
         "Year given to timestamps written without one (the first one's; roll-overs advance it), or null.",
     ),
-    ("inputs[].year.source", "Where that year came from: `option`, `prefix`, `file-modified` or `none`."),
+    ("inputs[].year.source", "Where that year came from: `option`, `prefix`, `record`, `file-modified` or `none`."),
     ("inputs[].lines", "Lines read, blank ones included."),
     ("inputs[].records.requests", "Request rows emitted from the file."),
     ("inputs[].records.samples", "Sample rows emitted from the file."),

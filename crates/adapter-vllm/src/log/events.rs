@@ -99,6 +99,36 @@ impl Clock {
         }
     }
 
+    /// The instant of a JSON record, whose `asctime` carries its year (local time, `--utc-offset` applied).
+    pub(crate) fn json_instant(
+        &mut self,
+        record: &super::json_record::JsonRecord,
+        line: u64,
+        sink: &mut dyn Sink,
+    ) -> Option<i64> {
+        let text = record.asctime.replacen(',', ".", 1);
+        match parse_datetime(&text, self.offset) {
+            Ok(instant) => {
+                let year = text.get(..4).and_then(|y| y.parse().ok()).unwrap_or(self.year);
+                self.first.get_or_insert(YearAssumption { year, source: YearSource::Record });
+                if instant.had_zone {
+                    self.with_zone += 1
+                } else {
+                    self.without_zone += 1
+                }
+                Some(instant.nanos)
+            }
+            Err(_) => {
+                sink.diagnostic(Diagnostic::new(
+                    line,
+                    DiagnosticKind::InvalidValue,
+                    "`asctime` is not YYYY-MM-DD HH:MM:SS,mmm",
+                ));
+                None
+            }
+        }
+    }
+
     fn current_source(&self) -> YearSource {
         self.first.filter(|f| f.source == YearSource::Prefix).map_or(self.fallback.source, |_| YearSource::Prefix)
     }

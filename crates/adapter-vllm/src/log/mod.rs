@@ -1,4 +1,4 @@
-//! `vllm-log`: vLLM server and engine text logs, 0.2.7 to 0.33.
+//! `vllm-log`: vLLM server and engine logs, 0.2.7 to 0.33, as text records or (0.32+) JSON records.
 //!
 //! Two stages, as in every adapter: [`envelope`] and [`line`] turn one line into a typed, borrowing value with pure
 //! functions; [`events`] folds those into rows. Statistics lines become `samples` (percentages as fractions, with
@@ -13,6 +13,7 @@
 mod envelope;
 mod events;
 mod fingerprint;
+mod json_record;
 mod line;
 
 use std::io::BufRead;
@@ -49,6 +50,10 @@ impl Adapter for VllmLog {
         let mut vllm_specific = false;
         for raw in text.lines().take(64) {
             let clean = envelope::strip_ansi(raw);
+            if clean.starts_with('{') && clean.contains("\"levelname\"") && clean.contains("\"vllm") {
+                records += 1;
+                vllm_specific = true;
+            }
             if envelope::has_vllm_process_prefix(&clean) {
                 records += 1;
                 vllm_specific = true;
@@ -80,16 +85,29 @@ impl Adapter for VllmLog {
         sink: &mut dyn Sink,
     ) -> Result<ParseReport, ParseError> {
         let mut lines = LineReader::new(input);
-        let mut clock = Clock::new(ctx);
-        let mut requests = OpenRequests::default();
-        let mut version = fingerprint::Fingerprint::default();
-        let mut instances = Instances::default();
+        let mut state = State {
+            ctx,
+            clock: Clock::new(ctx),
+            requests: OpenRequests::default(),
+            version: fingerprint::Fingerprint::default(),
+            instances: Instances::default(),
+        };
         while let Some((line_no, bytes)) = lines.next_bytes()? {
             let Some(text) = utf8_line(line_no, bytes, sink) else { continue };
             if text.trim_ascii().is_empty() {
                 continue;
             }
             let clean = envelope::strip_ansi(text);
+            if let Some(json) = json_record::parse(&clean) {
+                match json {
+                    Ok(record) => {
+                        let time = state.clock.json_instant(&record, line_no, sink);
+                        state.message(&record.message, record.process_name.as_deref(), time, line_no, sink)?;
+                    }
+                    Err(message) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, message)),
+                }
+                continue;
+            }
             let mut rest: &str = &clean;
             // Records pasted together without a newline are split and handled one after the other.
             loop {
@@ -105,52 +123,76 @@ impl Adapter for VllmLog {
                 if let Some(at) = glued {
                     record.message = &record.message[..at];
                 }
-                version.observe(&record);
-                let time = clock.instant(&record, line_no, sink);
-                if let Some(now) = time {
-                    requests.expire(now, line_no, sink)?;
-                }
-                match line::parse_message(record.message) {
-                    Line::Stats(stats) => match time {
-                        Some(time) => {
-                            let at =
-                                SampleSource { source: Self::ID, ctx, process: record.process, line: line_no, time };
-                            events::emit_stats(&stats, &at, &mut instances, sink)?;
-                        }
-                        None => sink.diagnostic(Diagnostic::new(
-                            line_no,
-                            DiagnosticKind::InvalidValue,
-                            "statistics without a usable time were skipped",
-                        )),
-                    },
-                    Line::Received { id, fields } | Line::Details { id, fields } => {
-                        requests.apply(Event::Received, id, Some(&fields), time, line_no, ctx, sink)?;
-                    }
-                    Line::Added { id } => requests.apply(Event::Added, id, None, time, line_no, ctx, sink)?,
-                    Line::Finished { id } => requests.apply(Event::Finished, id, None, time, line_no, ctx, sink)?,
-                    Line::Aborted { ids } => {
-                        for id in ids {
-                            requests.apply(Event::Aborted, id, None, time, line_no, ctx, sink)?;
-                        }
-                    }
-                    Line::Malformed { what } => {
-                        sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what));
-                    }
-                    Line::Other => {}
-                }
+                state.version.observe(&record);
+                let time = state.clock.instant(&record, line_no, sink);
+                state.message(record.message, record.process, time, line_no, sink)?;
                 match next {
                     Some(next) => rest = next,
                     None => break,
                 }
             }
         }
-        requests.finish(sink)?;
+        state.requests.finish(sink)?;
         Ok(ParseReport {
-            format_version: version.version(),
-            clock_domain: clock.clock_domain(),
-            year: clock.year(),
+            format_version: state.version.version(),
+            clock_domain: state.clock.clock_domain(),
+            year: state.clock.year(),
             lines: lines.lines_read(),
             details: Default::default(),
         })
+    }
+}
+
+/// What folding one input needs besides the line at hand.
+struct State<'c> {
+    ctx: &'c ParseContext<'c>,
+    clock: Clock,
+    requests: OpenRequests,
+    version: fingerprint::Fingerprint,
+    instances: Instances,
+}
+
+impl State<'_> {
+    /// Handles one record's message, logged by `process` at `time`.
+    fn message(
+        &mut self,
+        message: &str,
+        process: Option<&str>,
+        time: Option<i64>,
+        line_no: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<(), ParseError> {
+        let ctx = self.ctx;
+        if let Some(now) = time {
+            self.requests.expire(now, line_no, sink)?;
+        }
+        match line::parse_message(message) {
+            Line::Stats(stats) => match time {
+                Some(time) => {
+                    let at = SampleSource { source: VllmLog::ID, ctx, process, line: line_no, time };
+                    events::emit_stats(&stats, &at, &mut self.instances, sink)?;
+                }
+                None => sink.diagnostic(Diagnostic::new(
+                    line_no,
+                    DiagnosticKind::InvalidValue,
+                    "statistics without a usable time were skipped",
+                )),
+            },
+            Line::Received { id, fields } | Line::Details { id, fields } => {
+                self.requests.apply(Event::Received, id, Some(&fields), time, line_no, ctx, sink)?;
+            }
+            Line::Added { id } => self.requests.apply(Event::Added, id, None, time, line_no, ctx, sink)?,
+            Line::Finished { id } => self.requests.apply(Event::Finished, id, None, time, line_no, ctx, sink)?,
+            Line::Aborted { ids } => {
+                for id in ids {
+                    self.requests.apply(Event::Aborted, id, None, time, line_no, ctx, sink)?;
+                }
+            }
+            Line::Malformed { what } => {
+                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what));
+            }
+            Line::Other => {}
+        }
+        Ok(())
     }
 }
