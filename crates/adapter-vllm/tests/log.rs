@@ -179,6 +179,22 @@ fn json_records_of_0_32_carry_year_and_milliseconds() {
 }
 
 #[test]
+fn access_lines_are_counted_by_endpoint_and_status() {
+    let log = r#"INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+(APIServer pid=1) INFO:     127.0.0.1:2 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+INFO:     127.0.0.1:3 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error
+INFO:     10.0.0.9:4 - "GET /metrics HTTP/1.1" 200 OK
+"#;
+    let (sink, report) = parse_with(log, ParseOptions::default(), Some(2025));
+    assert_eq!(sink.diagnostics, []);
+    assert_eq!(sink.requests.len(), 0);
+    assert_eq!(
+        report.details["http_responses"],
+        serde_json::json!({"GET /metrics 200": 1, "POST /v1/chat/completions 200": 2, "POST /v1/completions 500": 1})
+    );
+}
+
+#[test]
 fn detection() {
     let v1 = b"(APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] Engine 000: Avg prompt throughput: 1.0 tokens/s";
     assert_eq!(VllmLog.detect(v1), Some(Confidence::High));

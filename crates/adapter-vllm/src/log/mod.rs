@@ -8,7 +8,8 @@
 //!
 //! Decided where the reference is silent: a request without an end line (every V1 request) is written ten minutes
 //! of log time after it was first seen, or at the end of the input, with status `unknown`; uvicorn access lines
-//! carry no request id and no time, so they are recognised but not joined to requests yet.
+//! carry no request id and no time, so they are counted by endpoint and status in the manifest's
+//! `details.http_responses` rather than joined to requests by guesswork.
 
 mod envelope;
 mod events;
@@ -16,6 +17,7 @@ mod fingerprint;
 mod json_record;
 mod line;
 
+use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use infertrace_adapter::{
@@ -91,6 +93,7 @@ impl Adapter for VllmLog {
             requests: OpenRequests::default(),
             version: fingerprint::Fingerprint::default(),
             instances: Instances::default(),
+            http: BTreeMap::new(),
         };
         while let Some((line_no, bytes)) = lines.next_bytes()? {
             let Some(text) = utf8_line(line_no, bytes, sink) else { continue };
@@ -112,6 +115,9 @@ impl Adapter for VllmLog {
             // Records pasted together without a newline are split and handled one after the other.
             loop {
                 let envelope = envelope::parse(rest);
+                if let Envelope::Access { method, path, status, .. } = &envelope {
+                    *state.http.entry(format!("{method} {path} {status}")).or_default() += 1;
+                }
                 let Envelope::Record(mut record) = envelope else {
                     if rest.len() == clean.len() && !matches!(envelope, Envelope::Access { .. }) {
                         sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not a vLLM log record"));
@@ -133,12 +139,16 @@ impl Adapter for VllmLog {
             }
         }
         state.requests.finish(sink)?;
+        let mut details = BTreeMap::new();
+        if !state.http.is_empty() {
+            details.insert("http_responses".to_owned(), serde_json::json!(state.http));
+        }
         Ok(ParseReport {
             format_version: state.version.version(),
             clock_domain: state.clock.clock_domain(),
             year: state.clock.year(),
             lines: lines.lines_read(),
-            details: Default::default(),
+            details,
         })
     }
 }
@@ -150,6 +160,8 @@ struct State<'c> {
     requests: OpenRequests,
     version: fingerprint::Fingerprint,
     instances: Instances,
+    /// uvicorn access lines by `METHOD path status`: they name no request, so they are counted, not joined.
+    http: BTreeMap<String, u64>,
 }
 
 impl State<'_> {
