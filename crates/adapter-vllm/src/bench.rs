@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
-use infertrace_adapter::time::{NANOS_PER_SEC, civil_to_nanos};
+use infertrace_adapter::time::civil_to_nanos;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
     utf8_line,
@@ -222,7 +222,7 @@ impl VllmBench {
 }
 
 fn seconds_to_nanos(seconds: f64) -> i64 {
-    (seconds * NANOS_PER_SEC as f64).round() as i64
+    infertrace_adapter::time::seconds_to_nanos(seconds).unwrap_or_default()
 }
 
 /// `YYYYmmdd-HHMMSS` local time → UTC nanoseconds.

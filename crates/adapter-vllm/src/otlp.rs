@@ -24,7 +24,6 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
-use infertrace_adapter::time::NANOS_PER_SEC;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
     utf8_line,
@@ -240,7 +239,7 @@ impl VllmOtlp {
 }
 
 fn seconds(value: f64) -> i64 {
-    (value * NANOS_PER_SEC as f64).round() as i64
+    infertrace_adapter::time::seconds_to_nanos(value).unwrap_or_default()
 }
 
 fn request_row(span: &Span<'_>, service: Option<&str>, line: u64, ctx: &ParseContext<'_>) -> Option<RequestRow> {

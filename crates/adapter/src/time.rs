@@ -158,6 +158,20 @@ pub fn parse_rfc3339(text: &str) -> Result<i64, TimeError> {
     if instant.had_zone { Ok(instant.nanos) } else { Err(TimeError::Offset) }
 }
 
+/// Converts seconds (possibly fractional, such as Python's `time.time()`) to nanoseconds.
+///
+/// The whole seconds and the fraction are converted apart: multiplying an epoch timestamp by 1e9 in `f64` would
+/// lose the last digits (`1761816193.25` would become `…193.249999872`). Returns `None` for non-finite or
+/// out-of-range values.
+pub fn seconds_to_nanos(seconds: f64) -> Option<i64> {
+    if !seconds.is_finite() || seconds.abs() >= (i64::MAX / NANOS_PER_SEC) as f64 {
+        return None;
+    }
+    let whole = seconds.trunc();
+    let fraction = ((seconds - whole) * NANOS_PER_SEC as f64).round() as i64;
+    (whole as i64).checked_mul(NANOS_PER_SEC)?.checked_add(fraction)
+}
+
 /// Converts milliseconds (possibly fractional) to nanoseconds, rounding to the nearest nanosecond.
 /// Returns `None` for non-finite values or values out of the `i64` nanosecond range.
 pub fn millis_to_nanos(ms: f64) -> Option<i64> {
@@ -239,6 +253,15 @@ mod tests {
         assert_eq!(at("+01:00"), Ok((AZURE_SECOND - 3600) * NANOS_PER_SEC));
         assert_eq!(civil_to_nanos(2023, 2, 30, (0, 0, 0), UtcOffset::UTC), Err(TimeError::Shape));
         assert_eq!(civil_to_nanos(2024, 2, 29, (0, 0, 0), UtcOffset::UTC).map(|n| n > 0), Ok(true), "leap day");
+    }
+
+    #[test]
+    fn epoch_seconds_keep_their_fraction() {
+        assert_eq!(seconds_to_nanos(1_761_816_193.25), Some(1_761_816_193_250_000_000));
+        assert_eq!(seconds_to_nanos(-1.5), Some(-1_500_000_000));
+        assert_eq!(seconds_to_nanos(0.000_000_001), Some(1));
+        assert_eq!(seconds_to_nanos(f64::INFINITY), None);
+        assert_eq!(seconds_to_nanos(1e19), None);
     }
 
     #[test]

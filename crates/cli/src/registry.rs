@@ -3,10 +3,11 @@
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
-use infertrace_adapter_vllm::{VllmBench, VllmLog, VllmMetrics, VllmOtlp};
+use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
 /// Every adapter, in the order `infertrace formats` lists them.
-pub static ADAPTERS: &[&dyn Adapter] = &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench, &VllmMetrics, &VllmOtlp];
+pub static ADAPTERS: &[&dyn Adapter] =
+    &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench, &VllmMetrics, &VllmOtlp, &VllmKvEvents];
 
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -30,6 +31,9 @@ pub enum FormatArg {
     /// vLLM OpenTelemetry spans as OTLP/JSON.
     #[value(name = "vllm-otlp")]
     VllmOtlp,
+    /// vLLM KV-cache events.
+    #[value(name = "vllm-kv-events")]
+    VllmKvEvents,
 }
 
 impl FormatArg {
