@@ -71,9 +71,17 @@ impl Adapter for VllmBench {
 
     fn detect(&self, head: &[u8]) -> Option<Confidence> {
         let text = String::from_utf8_lossy(head);
-        let json = text.trim_start().starts_with('{')
-            && text.contains("\"request_throughput\"")
-            && (text.contains("\"duration\"") || text.contains("\"completed\""));
+        // Key order differs between writers (Python keeps insertion order, others sort), and per-request arrays can
+        // push the summary past the head: accept any two of the run-level keys.
+        let keys = [
+            "\"request_throughput\"",
+            "\"num_prompts\"",
+            "\"completed\"",
+            "\"duration\"",
+            "\"mean_ttft_ms\"",
+            "\"ttfts\"",
+        ];
+        let json = text.trim_start().starts_with('{') && keys.iter().filter(|k| text.contains(*k)).count() >= 2;
         let console = text.lines().take(8).any(|l| l.contains(SUMMARY_HEADER) && l.starts_with("=="));
         (json || console).then_some(Confidence::High)
     }

@@ -1,4 +1,6 @@
-//! Synthetic vLLM logs of any size, written the way each release family writes them (reference `vllm.md` §1-3), for
+//! Synthetic vLLM outputs of any size: logs of every release family ([`write_log`]), benchmark results
+//! ([`write_bench`]), Prometheus scrapes ([`write_metrics`]), OTLP spans ([`write_otlp`]) and KV-event streams
+//! ([`write_kv_events`]). The logs are written the way each release family writes them (reference `vllm.md` §1-3), for
 //! tests and benchmarks. Deterministic for a seed; prompts are made-up text, never user data.
 
 use std::io::{self, Write};
@@ -328,4 +330,231 @@ pub fn write_log(out: &mut impl Write, generation: Generation, options: LogOptio
         }
     }
     Ok(done)
+}
+
+/// Writes a `vllm bench serve --save-result --save-detailed` JSON (0.15+ keys) of `requests` requests, every
+/// seventh one failed. Returns the requests written; `prompt_tokens` counts only successful ones' inputs.
+pub fn write_bench(out: &mut impl Write, requests: u64, seed: u64) -> io::Result<Generated> {
+    let mut rng = Rng(seed);
+    let mut done = Generated { requests, ..Generated::default() };
+    let (mut input_lens, mut output_lens, mut ttfts, mut itls, mut errors, mut starts, mut latencies) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut clock = 350_000.0;
+    for i in 0..requests {
+        let failed = i % 7 == 6;
+        let input = 100 + rng.below(4000);
+        let output = if failed { 0 } else { 2 + rng.below(300) };
+        let ttft = if failed { 0.0 } else { 0.05 + rng.below(1000) as f64 / 1000.0 };
+        let itl: Vec<f64> = (1..output).map(|_| 0.01 + rng.below(20) as f64 / 1000.0).collect();
+        clock += rng.below(500) as f64 / 1000.0;
+        done.prompt_tokens += if failed { 0 } else { input };
+        done.aborted += u64::from(failed);
+        latencies.push(ttft + itl.iter().sum::<f64>());
+        input_lens.push(input);
+        output_lens.push(output);
+        ttfts.push(ttft);
+        itls.push(itl);
+        errors.push(if failed { "Bad Request" } else { "" });
+        starts.push(clock);
+    }
+    let json = serde_json::json!({
+        "date": "20260105-100030", "backend": "vllm", "model_id": "synthetic/model", "num_prompts": requests,
+        "duration": 60.0, "completed": requests - done.aborted, "failed": done.aborted, "request_throughput": 1.0,
+        "input_lens": input_lens, "output_lens": output_lens, "ttfts": ttfts, "itls": itls, "errors": errors,
+        "start_times": starts, "latencies": latencies, "generated_texts": vec![""; requests as usize],
+    });
+    serde_json::to_writer(&mut *out, &json)?;
+    writeln!(out)?;
+    done.lines = 1;
+    Ok(done)
+}
+
+/// Writes `scrapes` Prometheus scrapes of a V1 server with `engines` data-parallel engines, each preceded by an
+/// RFC 3339 line ten seconds after the last. `samples` counts the canonical samples they hold.
+pub fn write_metrics(out: &mut impl Write, scrapes: u64, engines: u64, seed: u64) -> io::Result<Generated> {
+    let mut rng = Rng(seed);
+    let mut done = Generated::default();
+    let mut counters = vec![0u64; engines as usize];
+    for scrape in 0..scrapes {
+        let t = 1_767_225_600 + scrape * 10;
+        writeln!(out, "{}", infertrace_adapter::time::format_rfc3339(t as i64 * 1_000_000_000))?;
+        writeln!(out, "# HELP vllm:num_requests_running Number of requests in model execution batches.")?;
+        writeln!(out, "# TYPE vllm:num_requests_running gauge")?;
+        for e in 0..engines {
+            writeln!(out, "vllm:num_requests_running{{engine=\"{e}\",model_name=\"m\"}} {}.0", rng.below(64))?;
+        }
+        writeln!(out, "# TYPE vllm:kv_cache_usage_perc gauge")?;
+        for e in 0..engines {
+            writeln!(
+                out,
+                "vllm:kv_cache_usage_perc{{engine=\"{e}\",model_name=\"m\"}} {}",
+                rng.below(1000) as f64 / 1000.0
+            )?;
+        }
+        writeln!(out, "# TYPE vllm:prompt_tokens counter")?;
+        for (e, total) in counters.iter_mut().enumerate() {
+            *total += rng.below(10_000);
+            writeln!(out, "vllm:prompt_tokens_total{{engine=\"{e}\",model_name=\"m\"}} {total}.0")?;
+            writeln!(out, "vllm:prompt_tokens_created{{engine=\"{e}\",model_name=\"m\"}} 1.7672256e+09")?;
+        }
+        writeln!(out, "# TYPE vllm:time_to_first_token_seconds histogram")?;
+        for e in 0..engines {
+            writeln!(
+                out,
+                "vllm:time_to_first_token_seconds_bucket{{engine=\"{e}\",le=\"+Inf\",model_name=\"m\"}} 4.0"
+            )?;
+            writeln!(out, "vllm:time_to_first_token_seconds_count{{engine=\"{e}\",model_name=\"m\"}} 4.0")?;
+            writeln!(out, "vllm:time_to_first_token_seconds_sum{{engine=\"{e}\",model_name=\"m\"}} 1.25")?;
+        }
+        done.samples += 5 * engines;
+        done.lines += 6 + 7 * engines;
+    }
+    Ok(done)
+}
+
+/// Writes `requests` vLLM `llm_request` spans as OTLP/JSON, `per_line` spans per export line.
+pub fn write_otlp(out: &mut impl Write, requests: u64, per_line: u64, seed: u64) -> io::Result<Generated> {
+    let mut rng = Rng(seed);
+    let mut done = Generated { requests, ..Generated::default() };
+    let mut spans = Vec::new();
+    let flush = |out: &mut dyn Write, spans: &mut Vec<serde_json::Value>, done: &mut Generated| -> io::Result<()> {
+        if spans.is_empty() {
+            return Ok(());
+        }
+        let export = serde_json::json!({"resourceSpans": [{"resource": {"attributes": []},
+            "scopeSpans": [{"scope": {"name": "vllm.llm_engine"}, "spans": std::mem::take(spans)}]}]});
+        done.lines += 1;
+        writeln!(out, "{export}")
+    };
+    for i in 0..requests {
+        let start = 1_767_225_600_000_000_000u64 + i * 250_000_000;
+        let prompt = 10 + rng.below(5000);
+        done.prompt_tokens += prompt;
+        let attr = |key: &str, value: serde_json::Value| serde_json::json!({"key": key, "value": value});
+        spans.push(serde_json::json!({
+            "traceId": format!("{:032x}", rng.next()), "spanId": format!("{:016x}", rng.next()), "name": "llm_request", "kind": 2,
+            "startTimeUnixNano": start.to_string(), "endTimeUnixNano": (start + 2_000_000_000).to_string(),
+            "attributes": [
+                attr("gen_ai.request.id", serde_json::json!({"stringValue": format!("chatcmpl-{:016x}", rng.next())})),
+                attr("gen_ai.usage.prompt_tokens", serde_json::json!({"intValue": prompt.to_string()})),
+                attr("gen_ai.usage.completion_tokens", serde_json::json!({"intValue": (1 + rng.below(500)).to_string()})),
+                attr("gen_ai.latency.time_in_queue", serde_json::json!({"doubleValue": rng.below(100) as f64 / 1000.0})),
+                attr("gen_ai.latency.time_to_first_token", serde_json::json!({"doubleValue": 0.1 + rng.below(100) as f64 / 1000.0})),
+                attr("gen_ai.latency.e2e", serde_json::json!({"doubleValue": 2.0})),
+            ],
+            "status": {},
+        }));
+        if spans.len() as u64 >= per_line.max(1) {
+            flush(out, &mut spans, &mut done)?;
+        }
+    }
+    flush(out, &mut spans, &mut done)?;
+    Ok(done)
+}
+
+/// How [`write_kv_events`] encodes batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KvEncoding {
+    /// msgpack payloads back to back, events array-tagged (≤0.23).
+    MsgpackArrays,
+    /// msgpack payloads back to back, events map-tagged (0.24+).
+    MsgpackMaps,
+    /// One JSON batch per line, events map-tagged.
+    JsonLines,
+}
+
+/// Writes `batches` KV-event batches of 1-4 events each. `samples` counts the cache-event rows they hold (one per
+/// block, one per clear).
+pub fn write_kv_events(out: &mut impl Write, batches: u64, encoding: KvEncoding, seed: u64) -> io::Result<Generated> {
+    use rmpv::Value;
+    let mut rng = Rng(seed);
+    let mut done = Generated::default();
+    let mut last_hash: Option<u64> = None;
+    for b in 0..batches {
+        let mut events = Vec::new();
+        for _ in 0..1 + rng.below(4) {
+            let kind = rng.below(10);
+            let hashes: Vec<u64> = (0..1 + rng.below(4)).map(|_| rng.next()).collect();
+            let n = hashes.len() as u64;
+            let maps = encoding != KvEncoding::MsgpackArrays;
+            let array = |items: Vec<Value>| Value::Array(items);
+            let hash_values = Value::Array(hashes.iter().map(|&h| Value::from(h)).collect());
+            let event = match kind {
+                0 => {
+                    done.samples += 1;
+                    if maps {
+                        Value::Map(vec![(Value::from("type"), Value::from("AllBlocksCleared"))])
+                    } else {
+                        array(vec![Value::from("AllBlocksCleared")])
+                    }
+                }
+                1..=3 => {
+                    done.samples += n;
+                    if maps {
+                        Value::Map(vec![
+                            (Value::from("type"), Value::from("BlockRemoved")),
+                            (Value::from("block_hashes"), hash_values),
+                            (Value::from("medium"), Value::from("GPU")),
+                        ])
+                    } else {
+                        array(vec![Value::from("BlockRemoved"), hash_values, Value::from("GPU"), Value::Nil])
+                    }
+                }
+                _ => {
+                    done.samples += n;
+                    let parent = last_hash.map_or(Value::Nil, Value::from);
+                    last_hash = hashes.last().copied();
+                    let tokens = Value::Array((0..n * 16).map(|_| Value::from(rng.below(32_000))).collect());
+                    if maps {
+                        Value::Map(vec![
+                            (Value::from("type"), Value::from("BlockStored")),
+                            (Value::from("block_hashes"), hash_values),
+                            (Value::from("parent_block_hash"), parent),
+                            (Value::from("token_ids"), tokens),
+                            (Value::from("block_size"), Value::from(16)),
+                            (Value::from("medium"), Value::from(if rng.below(2) == 0 { "GPU" } else { "CPU" })),
+                        ])
+                    } else {
+                        array(vec![
+                            Value::from("BlockStored"),
+                            hash_values,
+                            parent,
+                            tokens,
+                            Value::from(16),
+                            Value::Nil,
+                            Value::from("GPU"),
+                        ])
+                    }
+                }
+            };
+            events.push(event);
+        }
+        let batch =
+            Value::Array(vec![Value::F64(1_767_225_600.0 + b as f64 * 0.25), Value::Array(events), Value::from(0)]);
+        match encoding {
+            KvEncoding::JsonLines => writeln!(out, "{}", to_json(&batch))?,
+            _ => rmpv::encode::write_value(out, &batch).map_err(io::Error::other)?,
+        }
+        done.lines += 1;
+    }
+    Ok(done)
+}
+
+fn to_json(value: &rmpv::Value) -> serde_json::Value {
+    use rmpv::Value;
+    match value {
+        Value::Nil => serde_json::Value::Null,
+        Value::Boolean(b) => serde_json::Value::from(*b),
+        Value::Integer(n) => n.as_u64().map_or_else(|| serde_json::Value::from(n.as_i64()), serde_json::Value::from),
+        Value::F64(x) => serde_json::Value::from(*x),
+        Value::F32(x) => serde_json::Value::from(f64::from(*x)),
+        Value::String(s) => serde_json::Value::from(s.as_str().unwrap_or_default()),
+        Value::Array(items) => items.iter().map(to_json).collect(),
+        Value::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| (k.as_str().unwrap_or_default().to_owned(), to_json(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        Value::Binary(_) | Value::Ext(..) => serde_json::Value::Null,
+    }
 }
