@@ -195,6 +195,23 @@ INFO:     10.0.0.9:4 - "GET /metrics HTTP/1.1" 200 OK
 }
 
 #[test]
+fn an_access_line_goes_to_the_only_request_that_can_own_it() {
+    let log = r#"INFO 02-02 09:05:41 async_llm_engine.py:431] Received request a: prompt: None, prefix_pos: None,sampling params: SamplingParams(n=1, max_tokens=5), prompt token ids: [1], lora_request: None.
+INFO:     127.0.0.1:46374 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error
+INFO 02-02 09:05:42 async_llm_engine.py:110] Finished request a.
+INFO 02-02 09:05:43 async_llm_engine.py:431] Received request b: prompt: None, prefix_pos: None,sampling params: SamplingParams(n=1, max_tokens=5), prompt token ids: [1], lora_request: None.
+INFO 02-02 09:05:43 async_llm_engine.py:431] Received request c: prompt: None, prefix_pos: None,sampling params: SamplingParams(n=1, max_tokens=5), prompt token ids: [1], lora_request: None.
+INFO:     127.0.0.1:46375 - "POST /v1/completions HTTP/1.1" 200 OK
+INFO:     127.0.0.1:46376 - "GET /metrics HTTP/1.1" 200 OK
+"#;
+    let (sink, report) = parse_with(log, ParseOptions { year: Some(2024), ..Default::default() }, None);
+    let rows: Vec<_> = sink.requests.iter().map(|r| (r.request_id.as_str(), r.http_status, r.status)).collect();
+    // `a` was alone: its 500 is its own and marks it failed. `b` and `c` were both open: the 200 names neither.
+    assert_eq!(rows, [("a", Some(500), Status::Error), ("b", None, Status::Unknown), ("c", None, Status::Unknown)]);
+    assert_eq!(report.details["http_statuses_joined"], serde_json::json!(1));
+}
+
+#[test]
 fn detection() {
     let v1 = b"(APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] Engine 000: Avg prompt throughput: 1.0 tokens/s";
     assert_eq!(VllmLog.detect(v1), Some(Confidence::High));

@@ -245,6 +245,8 @@ pub(crate) fn emit_stats(
 #[derive(Debug, Default)]
 pub(crate) struct OpenRequests {
     open: HashMap<String, RequestRow>,
+    /// Open requests that no access line has been given to yet.
+    without_http: HashSet<String>,
     order: VecDeque<(String, i64)>,
     closed: HashSet<String>,
     closed_order: VecDeque<String>,
@@ -307,6 +309,7 @@ impl OpenRequests {
                     ..RequestRow::default()
                 };
                 self.open.insert(id.to_owned(), row);
+                self.without_http.insert(id.to_owned());
                 self.order.push_back((id.to_owned(), time.unwrap_or(i64::MIN)));
                 id.to_owned()
             }
@@ -332,14 +335,34 @@ impl OpenRequests {
             }
             Event::Finished | Event::Aborted => {
                 row.completion_time = time;
-                row.status = if event == Event::Finished { Status::Ok } else { Status::Aborted };
+                row.status = match event {
+                    _ if row.status == Status::Error => Status::Error,
+                    Event::Finished => Status::Ok,
+                    _ => Status::Aborted,
+                };
                 self.close(&key, sink)
             }
         }
     }
 
+    /// Gives an access line's HTTP status to the request it must belong to: the only open request without one.
+    /// With several candidates the line names none of them, and nothing is guessed. Returns whether it was given.
+    pub(crate) fn http_status(&mut self, status: u16) -> bool {
+        if self.without_http.len() != 1 {
+            return false;
+        }
+        let key = self.without_http.drain().next().expect("one element");
+        let row = self.open.get_mut(&key).expect("requests without a status are open");
+        row.http_status = Some(status);
+        if status >= 400 {
+            row.status = Status::Error;
+        }
+        true
+    }
+
     fn close(&mut self, key: &str, sink: &mut dyn Sink) -> Result<(), DatasetError> {
         let Some(row) = self.open.remove(key) else { return Ok(()) };
+        self.without_http.remove(key);
         if self.closed_order.len() == RECENTLY_CLOSED
             && let Some(old) = self.closed_order.pop_front()
         {

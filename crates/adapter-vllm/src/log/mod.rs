@@ -8,8 +8,9 @@
 //!
 //! Decided where the reference is silent: a request without an end line (every V1 request) is written ten minutes
 //! of log time after it was first seen, or at the end of the input, with status `unknown`; uvicorn access lines
-//! carry no request id and no time, so they are counted by endpoint and status in the manifest's
-//! `details.http_responses` rather than joined to requests by guesswork.
+//! carry no request id and no time: each is counted by endpoint and status in the manifest's
+//! `details.http_responses`, and its status goes to a request row only when exactly one open request still lacks
+//! one (so sequential traffic is joined and concurrent traffic is not guessed at).
 
 mod envelope;
 mod events;
@@ -94,6 +95,7 @@ impl Adapter for VllmLog {
             version: fingerprint::Fingerprint::default(),
             instances: Instances::default(),
             http: BTreeMap::new(),
+            joined_http: 0,
         };
         while let Some((line_no, bytes)) = lines.next_bytes()? {
             let Some(text) = utf8_line(line_no, bytes, sink) else { continue };
@@ -117,6 +119,9 @@ impl Adapter for VllmLog {
                 let envelope = envelope::parse(rest);
                 if let Envelope::Access { method, path, status, .. } = &envelope {
                     *state.http.entry(format!("{method} {path} {status}")).or_default() += 1;
+                    if *method == "POST" && INFERENCE_PATHS.contains(path) {
+                        state.joined_http += u64::from(state.requests.http_status(*status));
+                    }
                 }
                 let Envelope::Record(mut record) = envelope else {
                     if rest.len() == clean.len() && !matches!(envelope, Envelope::Access { .. }) {
@@ -142,6 +147,7 @@ impl Adapter for VllmLog {
         let mut details = BTreeMap::new();
         if !state.http.is_empty() {
             details.insert("http_responses".to_owned(), serde_json::json!(state.http));
+            details.insert("http_statuses_joined".to_owned(), serde_json::json!(state.joined_http));
         }
         Ok(ParseReport {
             format_version: state.version.version(),
@@ -160,9 +166,15 @@ struct State<'c> {
     requests: OpenRequests,
     version: fingerprint::Fingerprint,
     instances: Instances,
-    /// uvicorn access lines by `METHOD path status`: they name no request, so they are counted, not joined.
+    /// uvicorn access lines by `METHOD path status`.
     http: BTreeMap<String, u64>,
+    /// Access lines whose status went to a request row.
+    joined_http: u64,
 }
+
+/// Endpoints whose POSTs are inference requests.
+const INFERENCE_PATHS: &[&str] =
+    &["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/generate", "/v1/generate"];
 
 impl State<'_> {
     /// Handles one record's message, logged by `process` at `time`.
