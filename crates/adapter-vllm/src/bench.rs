@@ -7,7 +7,9 @@
 //! `itls` (lists of s), `errors` ("" on success), `generated_texts`, and later `start_times` (0.15+,
 //! `time.perf_counter()` seconds: monotonic, not epoch), `latencies` (0.30+), `server_queue_times` and `server_ttfts`
 //! (0.33). Each array element becomes one request row; the summary goes to the manifest's `details`.
-//! `generated_texts` is skipped unread: completions never reach an output.
+//! `generated_texts` is skipped unread: completions never reach an output. The document is read as a stream and
+//! only one number per request per used array is kept (ITL lists are summed as they pass), so memory follows the
+//! number of requests, not the size of the file.
 //!
 //! Arrivals: `start_times` are offsets on a monotonic clock. They are anchored at the run's start, `date` (written
 //! when the run ended, `%Y%m%d-%H%M%S` local time, `--utc-offset` applied) minus `duration`, when both exist, and
@@ -38,27 +40,164 @@ impl VllmBench {
     pub const ID: &'static str = "vllm-bench";
 }
 
-/// The per-request arrays; everything else of the object lands in `summary`.
-#[derive(Debug, Default, Deserialize)]
-struct Result {
+/// The per-request arrays and the scalars of the run summary.
+///
+/// Deserialized key by key (no `#[serde(flatten)]`, which would buffer the whole document): `generated_texts` is
+/// skipped unread, ITL lists are summed as they stream past, other arrays and objects are skipped.
+#[derive(Debug, Default)]
+struct BenchResult {
     date: Option<String>,
     model_id: Option<String>,
     duration: Option<f64>,
     input_lens: Option<Vec<Option<u64>>>,
     output_lens: Option<Vec<Option<u64>>>,
     ttfts: Option<Vec<Option<f64>>>,
-    itls: Option<Vec<Option<Vec<f64>>>>,
+    /// Per request, the sum of its inter-token latencies.
+    itls: Option<Vec<Option<f64>>>,
     errors: Option<Vec<Option<String>>>,
     start_times: Option<Vec<Option<f64>>>,
     latencies: Option<Vec<Option<f64>>>,
     server_queue_times: Option<Vec<Option<f64>>>,
-    #[allow(dead_code)]
-    generated_texts: Option<IgnoredAny>,
-    #[serde(flatten)]
+    /// Scalars of the summary, by key (`"request_goodput:"` keeps its colon here).
     summary: BTreeMap<String, Value>,
+    /// Whether the `"request_goodput:"` key of 0.8.0-0.9.0 (and the old script) was present.
+    goodput_with_colon: bool,
+}
+
+impl<'de> Deserialize<'de> for BenchResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = BenchResult;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a benchmark result object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<BenchResult, A::Error> {
+                let mut r = BenchResult::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "date" => r.date = map.next_value()?,
+                        "model_id" => r.model_id = map.next_value()?,
+                        "duration" => r.duration = map.next_value()?,
+                        "input_lens" => r.input_lens = map.next_value()?,
+                        "output_lens" => r.output_lens = map.next_value()?,
+                        "ttfts" => r.ttfts = map.next_value()?,
+                        "itls" => {
+                            r.itls = map
+                                .next_value::<Option<Vec<Option<SumOf>>>>()?
+                                .map(|v| v.into_iter().map(|s| s.map(|s| s.0)).collect())
+                        }
+                        "errors" => r.errors = map.next_value()?,
+                        "start_times" => r.start_times = map.next_value()?,
+                        "latencies" => r.latencies = map.next_value()?,
+                        "server_queue_times" => r.server_queue_times = map.next_value()?,
+                        _ => {
+                            r.goodput_with_colon |= key == "request_goodput:";
+                            // Scalars are the summary; arrays and objects (texts, nested reports) are skipped.
+                            let value: Scalar = map.next_value()?;
+                            if let Scalar(Some(value)) = value {
+                                r.summary.insert(key, value);
+                            }
+                        }
+                    }
+                }
+                Ok(r)
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
+/// A JSON scalar, or `None` for null, arrays and objects (skipped without being kept).
+struct Scalar(Option<Value>);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_unit<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar(None))
+            }
+            fn visit_none<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar(None))
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
+                Scalar::deserialize(d)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar(None))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// One list of numbers, deserialized as its sum.
+struct SumOf(f64);
+
+impl<'de> Deserialize<'de> for SumOf {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = SumOf;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of numbers")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<SumOf, A::Error> {
+                let mut total = 0.0;
+                while let Some(x) = seq.next_element::<f64>()? {
+                    total += x;
+                }
+                Ok(SumOf(total))
+            }
+        }
+        deserializer.deserialize_seq(V)
+    }
 }
 
 const SUMMARY_HEADER: &str = "Serving Benchmark Result";
+
+/// Counts the newlines of what passes through, for the manifest's line count.
+struct CountingReader<'r> {
+    inner: &'r mut dyn BufRead,
+    newlines: u64,
+    last: Option<u8>,
+}
+
+impl std::io::Read for CountingReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        if n > 0 {
+            self.last = Some(buf[n - 1]);
+        }
+        Ok(n)
+    }
+}
 
 impl Adapter for VllmBench {
     fn id(&self) -> &'static str {
@@ -91,7 +230,7 @@ impl Adapter for VllmBench {
         input: &mut dyn BufRead,
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
-    ) -> std::result::Result<ParseReport, ParseError> {
+    ) -> Result<ParseReport, ParseError> {
         let first = input.fill_buf()?.iter().copied().find(|b| !b.is_ascii_whitespace());
         if first == Some(b'{') { self.parse_json(input, ctx, sink) } else { parse_console(input, sink) }
     }
@@ -103,10 +242,10 @@ impl VllmBench {
         input: &mut dyn BufRead,
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
-    ) -> std::result::Result<ParseReport, ParseError> {
-        let mut text = Vec::new();
-        input.read_to_end(&mut text)?;
-        let lines = text.iter().filter(|&&b| b == b'\n').count() as u64 + u64::from(!text.ends_with(b"\n"));
+    ) -> Result<ParseReport, ParseError> {
+        let mut counting = CountingReader { inner: input, newlines: 0, last: None };
+        let parsed: Result<BenchResult, serde_json::Error> = serde_json::from_reader(&mut counting);
+        let lines = counting.newlines + u64::from(counting.last.is_some_and(|b| b != b'\n'));
         let mut report = ParseReport {
             format_version: None,
             clock_domain: ClockDomain::Relative,
@@ -114,8 +253,9 @@ impl VllmBench {
             lines,
             details: BTreeMap::new(),
         };
-        let result: Result = match serde_json::from_slice(&text) {
+        let result = match parsed {
             Ok(result) => result,
+            Err(e) if e.is_io() => return Err(ParseError::Read(e.into())),
             Err(e) => {
                 sink.diagnostic(Diagnostic::new(
                     e.line() as u64,
@@ -125,7 +265,6 @@ impl VllmBench {
                 return Ok(report);
             }
         };
-        drop(text);
         let summary_keys = result.summary.keys().cloned().collect::<Vec<_>>();
         for key in summary_keys {
             let value = &result.summary[&key];
@@ -142,7 +281,7 @@ impl VllmBench {
             }
         }
         report.format_version = Some(
-            if result.summary.contains_key("request_goodput:") {
+            if result.goodput_with_colon {
                 "0.8.0-0.9.0 (request_goodput: key)"
             } else if result.start_times.is_some() {
                 "0.15+ (start_times)"
@@ -172,7 +311,7 @@ impl VllmBench {
             let ttft = at(&result.ttfts);
             // The old script stores ttft 0 and output 0 for failures and may have no errors array.
             let failed = error || (result.errors.is_none() && ttft == Some(0.0) && output == Some(0));
-            let itl_sum = result.itls.as_ref().and_then(|v| v.get(i).cloned().flatten()).map(|l| l.iter().sum::<f64>());
+            let itl_sum = at(&result.itls);
             let e2e = at(&result.latencies).or_else(|| Some(ttft? + itl_sum?)).filter(|_| !failed);
             let mut row = RequestRow {
                 request_id: format!("{stem}:{i}"),
@@ -205,7 +344,7 @@ impl VllmBench {
     /// The instant `start_times` count from, and the clock domain that follows.
     fn anchor(
         &self,
-        result: &Result,
+        result: &BenchResult,
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
         report: &mut ParseReport,
@@ -251,7 +390,7 @@ fn parse_date(date: &str, ctx: &ParseContext<'_>) -> Option<i64> {
 }
 
 /// The console summary: `Label (unit):   value` rows into `details`, keyed by their label.
-fn parse_console(input: &mut dyn BufRead, sink: &mut dyn Sink) -> std::result::Result<ParseReport, ParseError> {
+fn parse_console(input: &mut dyn BufRead, sink: &mut dyn Sink) -> Result<ParseReport, ParseError> {
     let mut lines = LineReader::new(input);
     let mut details = BTreeMap::new();
     let mut inside = false;
