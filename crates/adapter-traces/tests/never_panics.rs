@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use infertrace_adapter::testing::mutate;
 use infertrace_adapter::{Adapter, CollectSink, ParseContext, ParseOptions};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
 use proptest::prelude::*;
@@ -43,24 +44,6 @@ fn check(adapter: &dyn Adapter, bytes: &[u8], skip_header: bool) -> Result<(), T
     Ok(())
 }
 
-fn mutate(base: &str, edits: &[(usize, u8)]) -> Vec<u8> {
-    let mut bytes = base.as_bytes().to_vec();
-    for &(at, byte) in edits {
-        if bytes.is_empty() {
-            break;
-        }
-        let at = at % bytes.len();
-        match byte % 3 {
-            0 => bytes[at] = byte,
-            1 => {
-                bytes.remove(at);
-            }
-            _ => bytes.insert(at, byte),
-        }
-    }
-    bytes
-}
-
 proptest! {
     #[test]
     fn mooncake_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
@@ -70,7 +53,7 @@ proptest! {
     #[test]
     fn mooncake_mutated_lines(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..8)) {
         let text = format!("{MOONCAKE}\n{MOONCAKE}\n");
-        check(&Mooncake, &mutate(&text, &edits), false)?;
+        check(&Mooncake, &mutate(text.into_bytes(), &edits), false)?;
     }
 
     #[test]
@@ -80,7 +63,7 @@ proptest! {
 
     #[test]
     fn azure_mutated_lines(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..8)) {
-        check(&AzureLlm, &mutate(AZURE, &edits), true)?;
+        check(&AzureLlm, &mutate(AZURE.as_bytes().to_vec(), &edits), true)?;
     }
 
     #[test]

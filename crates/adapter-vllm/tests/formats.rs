@@ -1,5 +1,6 @@
 //! The other vLLM formats end to end: generated inputs of each parse completely, and no input makes them panic.
 
+use infertrace_adapter::testing::mutate;
 use infertrace_adapter::{Adapter, CollectSink, ParseContext, ParseOptions, ParseReport};
 use infertrace_adapter_vllm::generate::{KvEncoding, write_bench, write_kv_events, write_metrics, write_otlp};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmMetrics, VllmOtlp};
@@ -68,23 +69,6 @@ fn generated_kv_events_parse_completely_in_every_encoding() {
         assert_eq!(sink.cache_events.len() as u64, expected.samples, "{encoding:?}");
         assert!(sink.cache_events.iter().any(|e| e.event == CacheEventKind::Stored));
     }
-}
-
-fn mutate(mut bytes: Vec<u8>, edits: &[(usize, u8)]) -> Vec<u8> {
-    for &(at, byte) in edits {
-        if bytes.is_empty() {
-            break;
-        }
-        let at = at % bytes.len();
-        match byte % 3 {
-            0 => bytes[at] = byte,
-            1 => {
-                bytes.remove(at);
-            }
-            _ => bytes.insert(at, byte),
-        }
-    }
-    bytes
 }
 
 proptest! {

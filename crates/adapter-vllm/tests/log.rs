@@ -247,14 +247,7 @@ proptest! {
     fn never_panics_on_mutated_records(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..10), generation in 0usize..Generation::ALL.len()) {
         let mut text = Vec::new();
         write_log(&mut text, Generation::ALL[generation], LogOptions { requests: 6, prompt_tokens: (1, 40), seed: 3 }).unwrap();
-        for (at, byte) in edits {
-            let at = at % text.len();
-            match byte % 3 {
-                0 => text[at] = byte,
-                1 => { text.remove(at); }
-                _ => text.insert(at, byte),
-            }
-        }
+        let text = infertrace_adapter::testing::mutate(text, &edits);
         let options = ParseOptions { year: Some(2025), ..ParseOptions::default() };
         let ctx = ParseContext { source_file: "x.log", options: &options, modified: None };
         let mut sink = CollectSink::default();

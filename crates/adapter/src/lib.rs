@@ -18,6 +18,7 @@ mod input;
 pub mod json;
 mod lines;
 mod sink;
+pub mod testing;
 pub mod time;
 
 use std::collections::BTreeMap;
