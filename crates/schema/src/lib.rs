@@ -30,7 +30,7 @@ pub use manifest::{
     Assumptions, DiagnosticSample, DiagnosticSummary, InputEntry, KindSummary, MANIFEST_FIELDS, Manifest, Producer,
     RowCounts, YearAssumption, YearSource,
 };
-pub use table::{ColumnDoc, Table, TableBuilder, empty_batch};
+pub use table::{ColumnDoc, Table, TableBuilder};
 pub use tables::{
     CacheEvent, CacheEventsBuilder, EngineSample, NegativeDurations, RequestRow, RequestsBuilder, SamplesBuilder,
     cache_event, request, sample,

@@ -197,8 +197,3 @@ macro_rules! table {
 }
 
 pub(crate) use {cell, field_type, nullable, table};
-
-/// Batches of a table, for tests and the reader.
-pub fn empty_batch<T: Table>() -> RecordBatch {
-    RecordBatch::new_empty(T::schema())
-}
