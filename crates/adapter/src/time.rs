@@ -147,6 +147,20 @@ pub fn civil_to_nanos(
     utc.checked_sub(i64::from(offset.seconds()) * NANOS_PER_SEC).ok_or(TimeError::Range)
 }
 
+/// The UTC calendar date `(year, month, day)` of an instant.
+pub fn utc_date(nanos: i64) -> (i32, u32, u32) {
+    use chrono::Datelike;
+    let date = DateTime::from_timestamp_nanos(nanos).date_naive();
+    (date.year(), date.month(), date.day())
+}
+
+/// The calendar date after `(year, month, day)`, if both exist.
+pub fn next_date((year, month, day): (i32, u32, u32)) -> Option<(i32, u32, u32)> {
+    use chrono::Datelike;
+    let next = chrono::NaiveDate::from_ymd_opt(year, month, day)?.succ_opt()?;
+    Some((next.year(), next.month(), next.day()))
+}
+
 /// Formats UTC nanoseconds as RFC 3339 with as many fraction digits as needed (none for whole seconds).
 pub fn format_rfc3339(nanos: i64) -> String {
     DateTime::from_timestamp_nanos(nanos).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
@@ -253,6 +267,15 @@ mod tests {
         assert_eq!(at("+01:00"), Ok((AZURE_SECOND - 3600) * NANOS_PER_SEC));
         assert_eq!(civil_to_nanos(2023, 2, 30, (0, 0, 0), UtcOffset::UTC), Err(TimeError::Shape));
         assert_eq!(civil_to_nanos(2024, 2, 29, (0, 0, 0), UtcOffset::UTC).map(|n| n > 0), Ok(true), "leap day");
+    }
+
+    #[test]
+    fn calendar_dates() {
+        assert_eq!(utc_date(0), (1970, 1, 1));
+        assert_eq!(utc_date(AZURE_SECOND * NANOS_PER_SEC), (2023, 11, 16));
+        assert_eq!(next_date((2023, 12, 31)), Some((2024, 1, 1)));
+        assert_eq!(next_date((2024, 2, 28)), Some((2024, 2, 29)));
+        assert_eq!(next_date((2023, 2, 30)), None);
     }
 
     #[test]

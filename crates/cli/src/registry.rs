@@ -2,12 +2,13 @@
 
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
+use infertrace_adapter_sglang::SglangLog;
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
 /// Every adapter, in the order `infertrace formats` lists them.
 pub static ADAPTERS: &[&dyn Adapter] =
-    &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench, &VllmMetrics, &VllmOtlp, &VllmKvEvents];
+    &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench, &VllmMetrics, &VllmOtlp, &VllmKvEvents, &SglangLog];
 
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -34,6 +35,9 @@ pub enum FormatArg {
     /// vLLM KV-cache events.
     #[value(name = "vllm-kv-events")]
     VllmKvEvents,
+    /// SGLang scheduler log.
+    #[value(name = "sglang-log")]
+    SglangLog,
 }
 
 impl FormatArg {

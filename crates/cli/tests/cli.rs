@@ -173,7 +173,19 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
     let output = infertrace(&["formats"]);
     assert_eq!(output.status.code(), Some(0));
     let ids: Vec<String> = stdout(&output).lines().map(|l| l.split_whitespace().next().unwrap().to_owned()).collect();
-    assert_eq!(ids, ["mooncake", "azure-llm", "vllm-log", "vllm-bench", "vllm-metrics", "vllm-otlp", "vllm-kv-events"]);
+    assert_eq!(
+        ids,
+        [
+            "mooncake",
+            "azure-llm",
+            "vllm-log",
+            "vllm-bench",
+            "vllm-metrics",
+            "vllm-otlp",
+            "vllm-kv-events",
+            "sglang-log"
+        ]
+    );
 
     let output = infertrace(&["schema", "--json"]);
     let schema: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();

@@ -27,7 +27,7 @@ pub fn run_with(inputs: &[PathBuf], output: &Path, parse: ParseOptions) -> Norma
 /// Every valid input under `testdata/`, sorted.
 pub fn valid_inputs() -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for format in ["mooncake", "azure-llm", "vllm"] {
+    for format in ["mooncake", "azure-llm", "vllm", "sglang"] {
         collect(&testdata().join(format), &mut found);
     }
     found.sort();

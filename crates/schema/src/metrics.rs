@@ -44,6 +44,14 @@ metrics! {
     KV_FETCH_COMPLETED_WAITING = "kv_fetch_completed_waiting", "requests", "Requests whose external KV fetch completed, waiting to be scheduled.";
     REQUESTS_CORRUPTED = "requests_corrupted", "requests", "Requests whose logits contained NaNs during the interval.";
     KV_CACHE_TOKENS = "kv_cache_tokens", "tokens", "Tokens held in the accelerator KV cache.";
+    SWA_KV_CACHE_USAGE = "swa_kv_cache_usage", "fraction", "Fraction (0..1) of the sliding-window-attention KV pool in use (hybrid models).";
+    MAMBA_CACHE_USAGE = "mamba_cache_usage", "fraction", "Fraction (0..1) of the Mamba/SSM state pool in use (hybrid models).";
+    PREALLOCATED_KV_CACHE_USAGE = "preallocated_kv_cache_usage", "fraction", "Fraction (0..1) of the KV pool pre-allocated for transfers (PD decode servers).";
+    PREFILL_CACHED_TOKENS = "prefill_cached_tokens", "tokens", "Prompt tokens of one prefill batch found in the prefix cache.";
+    PENDING_TOKENS = "pending_tokens", "tokens", "Prompt tokens waiting in the queue.";
+    REQUESTS_RETRACTED = "requests_retracted", "requests", "Requests retracted (preempted) from the decode batch.";
+    REQUESTS_BOOTSTRAPPING = "requests_bootstrapping", "requests", "PD disaggregation: requests waiting for their KV-transfer bootstrap or pre-allocation.";
+    REQUESTS_TRANSFERRING = "requests_transferring", "requests", "PD disaggregation: requests whose KV cache is being transferred.";
     BATCH_TOKENS = "batch_tokens", "tokens", "Tokens in the batch of one forward pass.";
     BATCH_REQUESTS = "batch_requests", "requests", "Requests in the batch of one forward pass.";
     SPEC_ACCEPT_RATE = "spec_accept_rate", "fraction", "Fraction (0..1) of speculative draft tokens accepted.";

@@ -1,0 +1,118 @@
+//! The SGLang log envelope: `[%(asctime)s{.msecs}{rank tags}] %(message)s` (`configure_logger`).
+//!
+//! ```text
+//! 0.3.0 – 0.3.2   [04:40:55 TP0] …                       datefmt %H:%M:%S (no date)
+//! 0.3.4 – 0.5.5   [2025-03-03 17:53:04 TP0] …            datefmt %Y-%m-%d %H:%M:%S
+//! 0.5.6 – 0.5.23  [2026-05-28 00:11:09.816 DP0 TP0 EP0] …  `.%(msecs)03d` iff SGLANG_LOG_MS=1
+//! rank tags       TP always (0.3.4–0.4.6); from 0.4.7 only when >1: DP, TP, EP, PP, ATTN_CP, MOE_DP in each
+//!                 release's order; none on the HTTP/tokenizer process; ` encode_server`, ` encode_dp_worker[N]`
+//! ```
+//!
+//! Local host time, no zone. The envelope is searched for, not anchored: parent loggers re-log lines
+//! (`2025-03-08 02:04:48,693 - __main__ - INFO - [2025-… TP0] …`) and progress bars share lines with it.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// One SGLang log record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Record<'a> {
+    /// `(year, month, day)`, absent before 0.3.4.
+    pub(crate) date: Option<(i32, u32, u32)>,
+    /// `(hour, minute, second)`.
+    pub(crate) hms: (u32, u32, u32),
+    /// Milliseconds, with `SGLANG_LOG_MS=1`.
+    pub(crate) millis: Option<u32>,
+    /// Rank tags such as `DP0 TP0 EP0`, empty when none.
+    pub(crate) ranks: &'a str,
+    /// The message.
+    pub(crate) message: &'a str,
+}
+
+static ENVELOPE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        \[(?:(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)\ )?(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<ms>\d{3}))?
+        (?P<ranks>(?:\ [A-Z_]+\d+|\ encode_\S+)*)\]\ (?P<message>.*)$",
+    )
+    .expect("valid regex")
+});
+
+/// The record in `line`, if it has an SGLang envelope anywhere.
+pub(crate) fn parse(line: &str) -> Option<Record<'_>> {
+    let c = ENVELOPE.captures(line)?;
+    let n = |name: &str| c.name(name).and_then(|m| m.as_str().parse::<u32>().ok());
+    let date = match (c.name("y"), n("mo"), n("d")) {
+        (Some(y), Some(mo), Some(d)) => Some((y.as_str().parse().ok()?, mo, d)),
+        _ => None,
+    };
+    Some(Record {
+        date,
+        hms: (n("h")?, n("mi")?, n("s")?),
+        millis: n("ms"),
+        ranks: c.name("ranks").map_or("", |m| m.as_str().trim()),
+        message: c.name("message").map_or("", |m| m.as_str()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_envelope_generation() {
+        type Case<'a> = (&'a str, Option<(i32, u32, u32)>, (u32, u32, u32), Option<u32>, &'a str, &'a str);
+        let cases: &[Case<'_>] = &[
+            ("[04:40:55 TP0] Decode batch. x", None, (4, 40, 55), None, "TP0", "Decode batch. x"),
+            (
+                "[2025-03-03 17:53:04 TP0] Prefill batch. x",
+                Some((2025, 3, 3)),
+                (17, 53, 4),
+                None,
+                "TP0",
+                "Prefill batch. x",
+            ),
+            ("[2025-05-14 09:31:43] Prefill batch. x", Some((2025, 5, 14)), (9, 31, 43), None, "", "Prefill batch. x"),
+            ("[2026-05-28 00:11:09.816 DP0 TP0 EP0] m", Some((2026, 5, 28)), (0, 11, 9), Some(816), "DP0 TP0 EP0", "m"),
+            (
+                "[2026-05-28 00:11:09 DP1 PP0 ATTN_CP2 MOE_DP3 TP4 EP5] m",
+                Some((2026, 5, 28)),
+                (0, 11, 9),
+                None,
+                "DP1 PP0 ATTN_CP2 MOE_DP3 TP4 EP5",
+                "m",
+            ),
+            (
+                "[2026-01-01 00:00:00 encode_dp_worker[2]] m",
+                Some((2026, 1, 1)),
+                (0, 0, 0),
+                None,
+                "encode_dp_worker[2]",
+                "m",
+            ),
+            (
+                "2025-03-08 02:04:48,693 - __main__ - INFO - [2025-03-08 02:04:48 TP0] Decode batch. x",
+                Some((2025, 3, 8)),
+                (2, 4, 48),
+                None,
+                "TP0",
+                "Decode batch. x",
+            ),
+            (
+                "  0%|     [2026-05-28 02:59:50 TP0] Prefill batch, x",
+                Some((2026, 5, 28)),
+                (2, 59, 50),
+                None,
+                "TP0",
+                "Prefill batch, x",
+            ),
+        ];
+        for &(line, date, hms, millis, ranks, message) in cases {
+            assert_eq!(parse(line), Some(Record { date, hms, millis, ranks, message }), "{line}");
+        }
+        for other in ["# source: x", "Traceback (most recent call last):", "new fill batch. #seq: 1.", ""] {
+            assert_eq!(parse(other), None, "{other}");
+        }
+    }
+}

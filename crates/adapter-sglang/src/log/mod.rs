@@ -1,0 +1,217 @@
+//! `sglang-log`: SGLang scheduler and tokenizer text logs.
+//!
+//! [`envelope`] finds `[time ranks] message`; [`batch`] reads `Prefill batch` / `Decode batch` lines into
+//! canonical samples, with `instance` the rank tags (`DP1 TP0`) so data-parallel ranks stay apart. Every other
+//! SGLang record is recognised and, for now, not used; lines without an envelope (tracebacks, other programs, the
+//! `#` header of corpus excerpts) are `not-a-record` diagnostics.
+//!
+//! Times are the host's local time: `--utc-offset` applies. Before 0.3.4 the envelope has no date: the date of the
+//! file's modification time is used (advancing when the time of day goes backwards), and the manifest's `year`
+//! records that choice.
+
+mod batch;
+mod envelope;
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use infertrace_adapter::time::{civil_to_nanos, next_date, utc_date};
+use infertrace_adapter::{
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    UtcOffset, utf8_line,
+};
+use infertrace_schema::{ClockDomain, EngineSample, YearAssumption, YearSource};
+
+/// The SGLang text log adapter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SglangLog;
+
+impl SglangLog {
+    /// Format id.
+    pub const ID: &'static str = "sglang-log";
+}
+
+/// Messages only SGLang writes, for detection.
+/// (The access line inside the envelope is SGLang's own uvicorn format from 0.3.4.)
+const SGLANG_MESSAGES: &[&str] = &[
+    "Prefill batch",
+    "Decode batch",
+    "Receive: ",
+    "Finish: ",
+    "max_total_num_tokens=",
+    "Req Time Stats",
+    "bootstrap_room",
+    "sglang",
+    "INFO:     ",
+];
+
+impl Adapter for SglangLog {
+    fn id(&self) -> &'static str {
+        Self::ID
+    }
+
+    fn description(&self) -> &'static str {
+        "SGLang scheduler log, 0.3-0.5.23 (and pre-0.3 fill-batch lines): Prefill/Decode batch statistics to samples"
+    }
+
+    fn detect(&self, head: &[u8]) -> Option<Confidence> {
+        let text = String::from_utf8_lossy(head);
+        let mut records = 0;
+        let mut specific = false;
+        for line in text.lines().take(64) {
+            if line.starts_with("new fill batch. ") {
+                return Some(Confidence::High);
+            }
+            if let Some(record) = envelope::parse(line) {
+                records += 1;
+                specific |= SGLANG_MESSAGES.iter().any(|m| record.message.contains(m));
+            }
+        }
+        match (records, specific) {
+            (0, _) => None,
+            (_, true) => Some(Confidence::High),
+            (_, false) => Some(Confidence::Low),
+        }
+    }
+
+    fn parse(
+        &self,
+        input: &mut dyn BufRead,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<ParseReport, ParseError> {
+        let mut lines = LineReader::new(input);
+        let mut clock = Clock::new(ctx);
+        let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
+        while let Some((line_no, bytes)) = lines.next_bytes()? {
+            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            let (message, time, instance) = match envelope::parse(line) {
+                Some(record) => (record.message, clock.instant(&record, line_no, sink), Some(record.ranks)),
+                // Pre-0.3 schedulers wrote their lines without any envelope.
+                None if line.starts_with("new fill batch. ") || line.starts_with("#running-req: ") => {
+                    (line, None, None)
+                }
+                None => {
+                    sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not an SGLang log record"));
+                    continue;
+                }
+            };
+            let Some(batch) = batch::parse(message) else { continue };
+            for key in batch.unknown {
+                sink.diagnostic(Diagnostic::new(
+                    line_no,
+                    DiagnosticKind::MalformedRecord,
+                    format!(
+                        "unknown batch field `{key}` (a newer release's field, or a line broken by terminal wrapping)"
+                    ),
+                ));
+            }
+            for key in batch.unreadable {
+                *skipped.entry(key.to_owned()).or_default() += 1;
+                sink.diagnostic(Diagnostic::new(
+                    line_no,
+                    DiagnosticKind::InvalidValue,
+                    format!("`{key}` is not a number"),
+                ));
+            }
+            let Some(time) = time else {
+                if !batch.values.is_empty() {
+                    sink.diagnostic(Diagnostic::new(
+                        line_no,
+                        DiagnosticKind::MissingField,
+                        "batch statistics without a time (pre-0.3 lines have none) were skipped",
+                    ));
+                }
+                continue;
+            };
+            let instance = instance.filter(|r| !r.is_empty()).map(str::to_owned);
+            for (metric, value) in batch.values {
+                sink.sample(EngineSample {
+                    time,
+                    source: Self::ID.to_owned(),
+                    instance: instance.clone(),
+                    metric: metric.to_owned(),
+                    value,
+                    source_file: Some(ctx.source_file.to_owned()),
+                    source_line: Some(line_no),
+                })?;
+            }
+        }
+        Ok(ParseReport {
+            format_version: None,
+            clock_domain: ClockDomain::AssumedOffset,
+            year: clock.assumed,
+            lines: lines.lines_read(),
+            details: Default::default(),
+        })
+    }
+}
+
+/// Turns envelope times into UTC instants.
+struct Clock {
+    offset: UtcOffset,
+    /// For time-only envelopes: the date in use, and the last time of day seen.
+    date: Option<(i32, u32, u32)>,
+    last_seconds: u32,
+    assumed: Option<YearAssumption>,
+    fallback_date: (i32, u32, u32, YearSource),
+}
+
+impl Clock {
+    fn new(ctx: &ParseContext<'_>) -> Self {
+        let fallback_date = match (ctx.options.year, ctx.modified) {
+            (_, Some(ns)) => {
+                let (y, m, d) = utc_date(ns);
+                let source = if ctx.options.year.is_some() { YearSource::Option } else { YearSource::FileModified };
+                (ctx.options.year.unwrap_or(y), m, d, source)
+            }
+            (Some(year), None) => (year, 1, 1, YearSource::Option),
+            (None, None) => (1970, 1, 1, YearSource::Unknown),
+        };
+        Self { offset: ctx.options.utc_offset, date: None, last_seconds: 0, assumed: None, fallback_date }
+    }
+
+    fn instant(&mut self, record: &envelope::Record<'_>, line: u64, sink: &mut dyn Sink) -> Option<i64> {
+        let (h, m, s) = record.hms;
+        let (y, mo, d) = match record.date {
+            Some(date) => date,
+            None => {
+                let seconds = h * 3600 + m * 60 + s;
+                let date = match self.date {
+                    None => {
+                        let (y, mo, d, source) = self.fallback_date;
+                        self.assumed = Some(YearAssumption { year: y, source });
+                        if source == YearSource::Unknown {
+                            sink.diagnostic(Diagnostic::new(
+                                line,
+                                DiagnosticKind::MissingField,
+                                "time-only SGLang timestamps and no file date: 1970-01-01 is used; pass --year",
+                            ));
+                        }
+                        (y, mo, d)
+                    }
+                    // The time of day went backwards by hours: midnight passed.
+                    Some(date) if seconds + 6 * 3600 < self.last_seconds => next_date(date).unwrap_or(date),
+                    Some(date) => date,
+                };
+                self.date = Some(date);
+                self.last_seconds = seconds;
+                date
+            }
+        };
+        match civil_to_nanos(y, mo, d, record.hms, self.offset) {
+            Ok(ns) => Some(ns + i64::from(record.millis.unwrap_or(0)) * 1_000_000),
+            Err(_) => {
+                sink.diagnostic(Diagnostic::new(
+                    line,
+                    DiagnosticKind::InvalidValue,
+                    "the envelope's date does not exist",
+                ));
+                None
+            }
+        }
+    }
+}

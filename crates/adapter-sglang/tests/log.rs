@@ -1,0 +1,109 @@
+//! `sglang-log` end to end: generated logs of every generation, clocks, ranks and robustness.
+
+use infertrace_adapter::time::civil_to_nanos;
+use infertrace_adapter::{
+    Adapter, CollectSink, Confidence, DiagnosticKind, ParseContext, ParseOptions, ParseReport, UtcOffset,
+};
+use infertrace_adapter_sglang::SglangLog;
+use infertrace_adapter_sglang::generate::{Generation, write_log};
+use infertrace_schema::{YearSource, metrics};
+use proptest::prelude::*;
+
+fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
+    civil_to_nanos(y, mo, d, (h, mi, s), UtcOffset::UTC).unwrap()
+}
+
+fn parse(text: &str, options: ParseOptions, modified: Option<i64>) -> (CollectSink, ParseReport) {
+    let ctx = ParseContext { source_file: "sglang.log", options: &options, modified };
+    let mut sink = CollectSink::default();
+    let report = SglangLog.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
+    (sink, report)
+}
+
+#[test]
+fn generated_logs_of_every_generation_parse_completely() {
+    for generation in Generation::ALL {
+        let mut bytes = Vec::new();
+        let expected = write_log(&mut bytes, generation, 90, 4).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(SglangLog.detect(text.as_bytes()), Some(Confidence::High), "{generation:?}");
+        let (sink, report) = parse(&text, ParseOptions::default(), Some(utc(2025, 3, 14, 12, 0, 0)));
+        assert_eq!(sink.diagnostics, [], "{generation:?}");
+        assert_eq!(report.lines, expected.lines, "{generation:?}");
+        assert_eq!(sink.samples.len() as u64, expected.samples, "{generation:?}");
+        assert!(sink.samples.iter().all(|s| metrics::is_known(&s.metric)), "{generation:?}");
+        let prefills = sink.samples.iter().filter(|s| s.metric == metrics::BATCH_REQUESTS).count() as u64;
+        assert_eq!(prefills, expected.prefill_lines, "{generation:?}");
+    }
+}
+
+#[test]
+fn data_parallel_ranks_stay_apart_and_milliseconds_count() {
+    let log = "[2026-04-05 09:00:00.250 DP0 TP0] Decode batch, #running-req: 3, #token: 10, token usage: 0.50, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0\n\
+               [2026-04-05 09:00:00.500 DP1 TP0] Decode batch, #running-req: 4, #token: 10, token usage: 0.25, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0\n";
+    let options = ParseOptions { utc_offset: "+08:00".parse().unwrap(), ..Default::default() };
+    let (sink, report) = parse(log, options, None);
+    let running: Vec<_> = sink
+        .samples
+        .iter()
+        .filter(|s| s.metric == metrics::REQUESTS_RUNNING)
+        .map(|s| (s.instance.as_deref(), s.value, s.time))
+        .collect();
+    assert_eq!(
+        running,
+        [
+            (Some("DP0 TP0"), 3.0, utc(2026, 4, 5, 1, 0, 0) + 250_000_000),
+            (Some("DP1 TP0"), 4.0, utc(2026, 4, 5, 1, 0, 0) + 500_000_000)
+        ]
+    );
+    assert_eq!(report.year, None, "dated envelopes need no assumption");
+}
+
+#[test]
+fn time_only_envelopes_take_the_file_date_and_cross_midnight() {
+    let log = "[23:59:58 TP0] Decode batch. #running-req: 1, #token: 1, token usage: 0.00, gen throughput (token/s): 1.00, #queue-req: 0\n\
+               [00:00:02 TP0] Decode batch. #running-req: 2, #token: 1, token usage: 0.00, gen throughput (token/s): 1.00, #queue-req: 0\n";
+    let (sink, report) = parse(log, ParseOptions::default(), Some(utc(2024, 9, 1, 10, 0, 0)));
+    let times: Vec<_> = sink.samples.iter().filter(|s| s.metric == metrics::REQUESTS_RUNNING).map(|s| s.time).collect();
+    assert_eq!(times, [utc(2024, 9, 1, 23, 59, 58), utc(2024, 9, 2, 0, 0, 2)]);
+    assert_eq!(report.year.map(|y| (y.year, y.source)), Some((2024, YearSource::FileModified)));
+    let (sink, _) = parse(log, ParseOptions::default(), None);
+    assert_eq!(sink.diagnostics.len(), 1);
+    assert_eq!(sink.diagnostics[0].kind, DiagnosticKind::MissingField);
+}
+
+#[test]
+fn lines_outside_the_envelope_are_diagnostics_and_pre_0_3_lines_are_read() {
+    let log = "# source: https://example.invalid\nTraceback (most recent call last):\nnew fill batch. #seq: 1. #cached_token: 757. #new_token: 1. #remaining_req: 4. #running_req: 2. tree_cache_hit_rate: 80.83%.\n";
+    let (sink, _) = parse(log, ParseOptions::default(), None);
+    let kinds: Vec<_> = sink.diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+    // The pre-0.3 line has no time: its values cannot become samples, and that is said.
+    assert_eq!(
+        kinds,
+        [(1, DiagnosticKind::NotARecord), (2, DiagnosticKind::NotARecord), (3, DiagnosticKind::MissingField)]
+    );
+    assert_eq!(SglangLog.detect(b"new fill batch. #seq: 1. #cached_token: 7."), Some(Confidence::High));
+    assert_eq!(SglangLog.detect(b"INFO 01-17 03:11:25 async_llm_engine.py:134] Aborted request x."), None);
+}
+
+proptest! {
+    #[test]
+    fn never_panics_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let options = ParseOptions::default();
+        let ctx = ParseContext { source_file: "x", options: &options, modified: Some(0) };
+        let mut sink = CollectSink::default();
+        SglangLog.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
+        let _ = SglangLog.detect(&bytes);
+    }
+
+    #[test]
+    fn never_panics_on_mutated_lines(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..10), generation in 0usize..Generation::ALL.len()) {
+        let mut bytes = Vec::new();
+        write_log(&mut bytes, Generation::ALL[generation], 8, 2).unwrap();
+        let bytes = infertrace_adapter::testing::mutate(bytes, &edits);
+        let options = ParseOptions::default();
+        let ctx = ParseContext { source_file: "x", options: &options, modified: Some(0) };
+        let mut sink = CollectSink::default();
+        SglangLog.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
+    }
+}
