@@ -1,14 +1,14 @@
 //! infertrace adapters for SGLang's outputs.
 //!
-//! - [`SglangLog`] (`sglang-log`): scheduler and tokenizer text logs, 0.3 to 0.5.23 — today the envelope and the
-//!   `Prefill batch` / `Decode batch` statistics of every generation (and the pre-0.3 `new fill batch` lines).
+//! - [`SglangLog`] (`sglang-log`): scheduler and tokenizer text logs, 0.3 to 0.5.23 — the envelope, the
+//!   `Prefill batch` / `Decode batch` statistics of every generation (and the pre-0.3 `new fill batch` lines), and
+//!   the request logs (`in=`/`out=`, `Receive:`/`Finish:` in both quoting styles, the 0.5.7+ JSON form).
 //!
 //! As in the vLLM crate, version differences are data: a batch line is a head and a list of `key: value` fields,
 //! and the fields of every generation map onto canonical metrics through one table, so a release that reorders,
 //! renames within the table, or drops fields needs no new code. [`generate`] writes synthetic logs.
 //!
-//! Not here yet: request logs (`Receive:`/`Finish:`, JSON), `Req Time Stats`, metrics files, Prometheus scrapes,
-//! KV events and `bench_serving` results.
+//! Not here yet: `Req Time Stats`, metrics files, Prometheus scrapes, KV events and `bench_serving` results.
 
 pub mod generate;
 mod log;

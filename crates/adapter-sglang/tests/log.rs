@@ -107,3 +107,50 @@ proptest! {
         SglangLog.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     }
 }
+
+#[test]
+fn request_logs_become_rows_joined_by_rid() {
+    let log = "\
+[2025-09-03 18:33:18] Receive: obj=GenerateReqInput(rid='a', text=None, input_ids=[1, 2, 3, 4], sampling_params={'max_new_tokens': 16})
+[2025-09-03 18:33:18] Receive: obj=GenerateReqInput(rid='b', text='never finished', sampling_params={'max_new_tokens': 8})
+[2025-09-03 18:33:20] Finish: obj=GenerateReqInput(rid='a', text=None), out={'text': 'secret', 'meta_info': {'id': 'a', 'finish_reason': {'type': 'stop', 'matched': 2}, 'prompt_tokens': 4, 'completion_tokens': 10, 'cached_tokens': 3, 'e2e_latency': 2.0}}
+{\"timestamp\": \"2025-09-03T18:33:21\", \"event\": \"request.finished\", \"rid\": \"c\", \"obj\": {\"received_time\": 1756924400.5}, \"out\": {\"meta_info\": {\"id\": \"c\", \"prompt_tokens\": 7, \"completion_tokens\": 1, \"finish_reason\": {\"type\": \"abort\", \"status_code\": 499}}}}
+";
+    let (sink, _) = parse(log, ParseOptions::default(), None);
+    assert_eq!(sink.diagnostics, []);
+    let rows: Vec<_> = sink
+        .requests
+        .iter()
+        .map(|r| {
+            (
+                r.request_id.as_str(),
+                r.status,
+                r.input_tokens,
+                r.output_tokens,
+                r.max_tokens,
+                r.arrival_time,
+                r.completion_time,
+            )
+        })
+        .collect();
+    let at = |s| utc(2025, 9, 3, 18, 33, s);
+    assert_eq!(
+        rows,
+        [
+            ("a", infertrace_schema::Status::Ok, Some(4), Some(10), Some(16), Some(at(18)), Some(at(20))),
+            (
+                "c",
+                infertrace_schema::Status::Aborted,
+                Some(7),
+                Some(1),
+                None,
+                Some(1_756_924_400_500_000_000),
+                Some(at(21))
+            ),
+            ("b", infertrace_schema::Status::Unknown, None, None, Some(8), Some(at(18)), None),
+        ]
+    );
+    assert_eq!(sink.requests[0].cached_tokens, Some(3));
+    assert_eq!(sink.requests[1].http_status, Some(499));
+    assert!(!format!("{:?}", sink.requests).contains("secret"));
+}

@@ -74,10 +74,14 @@ impl<'a> PyValue<'a> {
         }
     }
 
-    /// The value of key `key` in a dict with string keys, or keyword argument `key` of a call.
+    /// The value of key `key` in a dict with string (or bare-name) keys, or keyword argument `key` of a call.
     pub fn get(&self, key: &str) -> Option<&PyValue<'a>> {
         match self {
-            PyValue::Dict(entries) => entries.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v),
+            // Keys are strings in Python reprs; some loggers print them bare (`{temperature: 0.1}`).
+            PyValue::Dict(entries) => entries
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key) || matches!(k, PyValue::Name(n) if *n == key))
+                .map(|(_, v)| v),
             PyValue::Call { args, .. } => args.iter().find(|(k, _)| *k == Some(key)).map(|(_, v)| v),
             _ => None,
         }

@@ -1,9 +1,11 @@
 //! `sglang-log`: SGLang scheduler and tokenizer text logs.
 //!
 //! [`envelope`] finds `[time ranks] message`; [`batch`] reads `Prefill batch` / `Decode batch` lines into
-//! canonical samples, with `instance` the rank tags (`DP1 TP0`) so data-parallel ranks stay apart. Every other
-//! SGLang record is recognised and, for now, not used; lines without an envelope (tracebacks, other programs, the
-//! `#` header of corpus excerpts) are `not-a-record` diagnostics.
+//! canonical samples, with `instance` the rank tags (`DP1 TP0`) so data-parallel ranks stay apart; [`requests`]
+//! reads request logs into one row per request, joining `Receive` and `Finish` on the `rid` (a request received
+//! and never finished is written at the end with status `unknown`). Other SGLang records are recognised and not
+//! used; lines without an envelope (tracebacks, other programs, the `#` header of corpus excerpts) are
+//! `not-a-record` diagnostics.
 //!
 //! Times are the host's local time: `--utc-offset` applies. Before 0.3.4 the envelope has no date: the date of the
 //! file's modification time is used (advancing when the time of day goes backwards), and the manifest's `year`
@@ -11,8 +13,9 @@
 
 mod batch;
 mod envelope;
+mod requests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::BufRead;
 
 use infertrace_adapter::time::{civil_to_nanos, next_date, utc_date};
@@ -20,7 +23,9 @@ use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
     UtcOffset, utf8_line,
 };
-use infertrace_schema::{ClockDomain, EngineSample, YearAssumption, YearSource};
+use infertrace_schema::{ClockDomain, DatasetError, EngineSample, RequestRow, Status, YearAssumption, YearSource};
+
+use requests::{RequestFacts, RequestLine};
 
 /// The SGLang text log adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -59,7 +64,8 @@ impl Adapter for SglangLog {
         let mut records = 0;
         let mut specific = false;
         for line in text.lines().take(64) {
-            if line.starts_with("new fill batch. ") {
+            if line.starts_with("new fill batch. ") || (line.starts_with('{') && line.contains("\"event\": \"request."))
+            {
                 return Some(Confidence::High);
             }
             if let Some(record) = envelope::parse(line) {
@@ -83,6 +89,7 @@ impl Adapter for SglangLog {
         let mut lines = LineReader::new(input);
         let mut clock = Clock::new(ctx);
         let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
+        let mut open = OpenRequests::default();
         while let Some((line_no, bytes)) = lines.next_bytes()? {
             let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
             if line.trim_ascii().is_empty() {
@@ -90,8 +97,11 @@ impl Adapter for SglangLog {
             }
             let (message, time, instance) = match envelope::parse(line) {
                 Some(record) => (record.message, clock.instant(&record, line_no, sink), Some(record.ranks)),
-                // Pre-0.3 schedulers wrote their lines without any envelope.
-                None if line.starts_with("new fill batch. ") || line.starts_with("#running-req: ") => {
+                // Pre-0.3 schedulers wrote their lines without any envelope, and JSON request logs (0.5.7) have none.
+                None if line.starts_with("new fill batch. ")
+                    || line.starts_with("#running-req: ")
+                    || line.starts_with('{') =>
+                {
                     (line, None, None)
                 }
                 None => {
@@ -99,6 +109,29 @@ impl Adapter for SglangLog {
                     continue;
                 }
             };
+            if let Some(request) = requests::parse(message) {
+                // Bare JSON request logs carry their own local `timestamp` (datetime.now().isoformat()).
+                let logged_at = |facts: &RequestFacts| {
+                    let text = facts.logged_at.as_deref()?;
+                    infertrace_adapter::time::parse_datetime(text, ctx.options.utc_offset).ok().map(|i| i.nanos)
+                };
+                match request {
+                    RequestLine::Received(facts) if time.is_none() => {
+                        let time = logged_at(&facts);
+                        open.receive(facts, time, line_no, ctx, sink)?
+                    }
+                    RequestLine::Finished(facts) if time.is_none() => {
+                        let time = logged_at(&facts);
+                        open.finish(facts, time, line_no, ctx, sink)?
+                    }
+                    RequestLine::Received(facts) => open.receive(facts, time, line_no, ctx, sink)?,
+                    RequestLine::Finished(facts) => open.finish(facts, time, line_no, ctx, sink)?,
+                    RequestLine::Malformed(what) => {
+                        sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what));
+                    }
+                }
+                continue;
+            }
             let Some(batch) = batch::parse(message) else { continue };
             for key in batch.unknown {
                 sink.diagnostic(Diagnostic::new(
@@ -140,6 +173,7 @@ impl Adapter for SglangLog {
                 })?;
             }
         }
+        open.flush_all(sink)?;
         Ok(ParseReport {
             format_version: None,
             clock_domain: ClockDomain::AssumedOffset,
@@ -147,6 +181,121 @@ impl Adapter for SglangLog {
             lines: lines.lines_read(),
             details: Default::default(),
         })
+    }
+}
+
+/// At most this many received-but-unfinished requests are held; past it the oldest is written early.
+const MAX_OPEN_REQUESTS: usize = 100_000;
+
+/// Requests seen on a `Receive` line and not finished yet, in arrival order.
+#[derive(Default)]
+struct OpenRequests {
+    open: HashMap<String, RequestRow>,
+    order: VecDeque<String>,
+}
+
+fn seconds_to_ns(seconds: f64) -> Option<i64> {
+    infertrace_adapter::time::seconds_to_nanos(seconds)
+}
+
+impl OpenRequests {
+    fn receive(
+        &mut self,
+        facts: RequestFacts,
+        time: Option<i64>,
+        line: u64,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<(), DatasetError> {
+        let Some(rid) = facts.rid else { return Ok(()) };
+        let row = RequestRow {
+            request_id: rid.clone(),
+            source: SglangLog::ID.to_owned(),
+            arrival_time: facts.received_time.and_then(seconds_to_ns).or(time),
+            input_tokens: facts.input_ids,
+            max_tokens: facts.max_new_tokens,
+            status: Status::Unknown,
+            source_file: Some(ctx.source_file.to_owned()),
+            source_line: Some(line),
+            ..RequestRow::default()
+        };
+        if self.open.insert(rid.clone(), row).is_none() {
+            self.order.push_back(rid);
+        }
+        while self.open.len() > MAX_OPEN_REQUESTS {
+            let Some(oldest) = self.order.pop_front() else { break };
+            if let Some(row) = self.open.remove(&oldest) {
+                sink.diagnostic(Diagnostic::new(
+                    line,
+                    DiagnosticKind::Inconsistent,
+                    format!(
+                        "more than {MAX_OPEN_REQUESTS} requests received and not finished: the oldest was written early"
+                    ),
+                ));
+                sink.request(row)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        facts: RequestFacts,
+        time: Option<i64>,
+        line: u64,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<(), DatasetError> {
+        let meta = facts.meta.unwrap_or_default();
+        let Some(id) = meta.id.clone().or(facts.rid.clone()) else {
+            sink.diagnostic(Diagnostic::new(line, DiagnosticKind::MissingField, "a finished request without an id"));
+            return Ok(());
+        };
+        let received = facts.rid.as_ref().and_then(|rid| self.open.remove(rid)).or_else(|| self.open.remove(&id));
+        let completion = meta.finished_ts.and_then(seconds_to_ns).or(time);
+        let arrival = meta
+            .received_ts
+            .and_then(seconds_to_ns)
+            .or_else(|| facts.received_time.and_then(seconds_to_ns))
+            .or(received.as_ref().and_then(|r| r.arrival_time))
+            .or_else(|| Some(completion? - seconds_to_ns(meta.e2e_latency?)?));
+        let status = match meta.finish_reason.as_deref() {
+            Some("abort") => Status::Aborted,
+            Some(_) => Status::Ok,
+            None => Status::Unknown,
+        };
+        sink.request(RequestRow {
+            request_id: id,
+            source: SglangLog::ID.to_owned(),
+            arrival_time: arrival,
+            completion_time: completion,
+            queue_s: meta.queue_time,
+            e2e_s: meta.e2e_latency,
+            input_tokens: meta.prompt_tokens.or(received.as_ref().and_then(|r| r.input_tokens)),
+            cached_tokens: meta.cached_tokens,
+            cached_tokens_gpu: meta.cached_device,
+            cached_tokens_cpu: meta.cached_host,
+            cached_tokens_disk: meta.cached_storage,
+            output_tokens: meta.completion_tokens,
+            reasoning_tokens: meta.reasoning_tokens,
+            max_tokens: facts.max_new_tokens.or(received.as_ref().and_then(|r| r.max_tokens)),
+            status,
+            finish_reason: meta.finish_reason,
+            http_status: meta.status_code,
+            source_file: Some(ctx.source_file.to_owned()),
+            source_line: Some(line),
+            ..RequestRow::default()
+        })
+    }
+
+    /// Writes the requests that never finished in the log, in arrival order, with status `unknown`.
+    fn flush_all(&mut self, sink: &mut dyn Sink) -> Result<(), DatasetError> {
+        while let Some(rid) = self.order.pop_front() {
+            if let Some(row) = self.open.remove(&rid) {
+                sink.request(row)?;
+            }
+        }
+        Ok(())
     }
 }
 
