@@ -4,13 +4,17 @@
 //!   `Prefill batch` / `Decode batch` statistics of every generation (and the pre-0.3 `new fill batch` lines), and
 //!   the request logs (`in=`/`out=`, `Receive:`/`Finish:` in both quoting styles, the 0.5.7+ JSON form).
 //!
+//! - [`SglangRequestMetrics`] (`sglang-request-metrics`): the per-request JSON files of `--export-metrics-to-file`.
+//!
 //! As in the vLLM crate, version differences are data: a batch line is a head and a list of `key: value` fields,
 //! and the fields of every generation map onto canonical metrics through one table, so a release that reorders,
 //! renames within the table, or drops fields needs no new code. [`generate`] writes synthetic logs.
 //!
-//! Not here yet: `Req Time Stats`, metrics files, Prometheus scrapes, KV events and `bench_serving` results.
+//! Not here yet: `Req Time Stats`, Prometheus scrapes, KV events and `bench_serving` results.
 
 pub mod generate;
-mod log;
+pub(crate) mod log;
+mod request_metrics;
 
 pub use log::SglangLog;
+pub use request_metrics::SglangRequestMetrics;

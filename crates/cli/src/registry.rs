@@ -2,13 +2,22 @@
 
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
-use infertrace_adapter_sglang::SglangLog;
+use infertrace_adapter_sglang::{SglangLog, SglangRequestMetrics};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
 /// Every adapter, in the order `infertrace formats` lists them.
-pub static ADAPTERS: &[&dyn Adapter] =
-    &[&Mooncake, &AzureLlm, &VllmLog, &VllmBench, &VllmMetrics, &VllmOtlp, &VllmKvEvents, &SglangLog];
+pub static ADAPTERS: &[&dyn Adapter] = &[
+    &Mooncake,
+    &AzureLlm,
+    &VllmLog,
+    &VllmBench,
+    &VllmMetrics,
+    &VllmOtlp,
+    &VllmKvEvents,
+    &SglangLog,
+    &SglangRequestMetrics,
+];
 
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -38,6 +47,9 @@ pub enum FormatArg {
     /// SGLang scheduler log.
     #[value(name = "sglang-log")]
     SglangLog,
+    /// SGLang --export-metrics-to-file request records.
+    #[value(name = "sglang-request-metrics")]
+    SglangRequestMetrics,
 }
 
 impl FormatArg {

@@ -183,7 +183,8 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "vllm-metrics",
             "vllm-otlp",
             "vllm-kv-events",
-            "sglang-log"
+            "sglang-log",
+            "sglang-request-metrics"
         ]
     );
 

@@ -13,7 +13,7 @@
 
 mod batch;
 mod envelope;
-mod requests;
+pub(crate) mod requests;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::BufRead;

@@ -148,7 +148,7 @@ fn legacy_reason(text: &str) -> String {
 }
 
 /// `meta_info` from the JSON form.
-fn meta_from_json(meta: &Value) -> Meta {
+pub(crate) fn meta_from_json(meta: &Value) -> Meta {
     let count = |key: &str| meta.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
     let number = |key: &str| meta.get(key).and_then(Value::as_f64);
     let details = meta.get("cached_tokens_details");
