@@ -5,16 +5,19 @@
 //!   the request logs (`in=`/`out=`, `Receive:`/`Finish:` in both quoting styles, the 0.5.7+ JSON form).
 //!
 //! - [`SglangRequestMetrics`] (`sglang-request-metrics`): the per-request JSON files of `--export-metrics-to-file`.
+//! - [`SglangMetrics`] (`sglang-metrics`): Prometheus `/metrics` scrapes.
 //!
 //! As in the vLLM crate, version differences are data: a batch line is a head and a list of `key: value` fields,
 //! and the fields of every generation map onto canonical metrics through one table, so a release that reorders,
 //! renames within the table, or drops fields needs no new code. [`generate`] writes synthetic logs.
 //!
-//! Not here yet: `Req Time Stats`, Prometheus scrapes, KV events and `bench_serving` results.
+//! Not here yet: `Req Time Stats`, KV events and `bench_serving` results.
 
 pub mod generate;
 pub(crate) mod log;
+mod prometheus;
 mod request_metrics;
 
 pub use log::SglangLog;
+pub use prometheus::SglangMetrics;
 pub use request_metrics::SglangRequestMetrics;

@@ -91,7 +91,7 @@ proptest! {
     fn never_panics_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
         let options = ParseOptions::default();
         let ctx = ParseContext { source_file: "x", options: &options, modified: Some(0) };
-        for adapter in [&SglangLog as &dyn Adapter, &infertrace_adapter_sglang::SglangRequestMetrics] {
+        for adapter in [&SglangLog as &dyn Adapter, &infertrace_adapter_sglang::SglangRequestMetrics, &infertrace_adapter_sglang::SglangMetrics] {
             let mut sink = CollectSink::default();
             adapter.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
             let _ = adapter.detect(&bytes);

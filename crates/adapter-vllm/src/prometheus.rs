@@ -14,15 +14,11 @@
 //! Time of a scrape: a sample's own timestamp; else the last line that is only an RFC 3339 instant (as
 //! `date -Is; curl …/metrics` loops write, `# ` allowed before it); else the file's modification time.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
 
-use infertrace_adapter::time::parse_rfc3339;
-use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
-};
-use infertrace_schema::{ClockDomain, EngineSample, metrics};
-use serde_json::Value;
+use infertrace_adapter::prometheus::{SampleLine, Target, read_scrapes};
+use infertrace_adapter::{Adapter, Confidence, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_schema::metrics;
 
 /// The Prometheus `/metrics` adapter for vLLM.
 #[derive(Debug, Clone, Copy, Default)]
@@ -94,90 +90,6 @@ const FINISHED: &[(&str, &str)] = &[
     ("repetition", metrics::REQUESTS_FINISHED_REPETITION_TOTAL),
 ];
 
-/// One sample line.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SampleLine<'a> {
-    pub(crate) name: &'a str,
-    pub(crate) labels: Vec<(&'a str, String)>,
-    pub(crate) value: f64,
-    pub(crate) timestamp_ms: Option<i64>,
-}
-
-/// Parses `name{labels} value [timestamp]`, or `None` when the line is not a sample.
-pub(crate) fn parse_sample(line: &str) -> Option<SampleLine<'_>> {
-    let name_end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).unwrap_or(line.len());
-    let name = &line[..name_end];
-    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-        return None;
-    }
-    let mut rest = &line[name_end..];
-    let mut labels = Vec::new();
-    if let Some(body) = rest.strip_prefix('{') {
-        rest = body;
-        loop {
-            rest = rest.trim_start_matches([' ', ',']);
-            if let Some(after) = rest.strip_prefix('}') {
-                rest = after;
-                break;
-            }
-            let (key, after) = rest.split_once('=')?;
-            let after = after.strip_prefix('"')?;
-            let mut value = String::new();
-            let mut chars = after.char_indices();
-            let end = loop {
-                let (i, c) = chars.next()?;
-                match c {
-                    '"' => break i,
-                    '\\' => match chars.next()?.1 {
-                        'n' => value.push('\n'),
-                        other => value.push(other),
-                    },
-                    c => value.push(c),
-                }
-            };
-            labels.push((key.trim(), value));
-            rest = &after[end + 1..];
-        }
-    }
-    let mut fields = rest.split_ascii_whitespace();
-    let value = match fields.next()? {
-        "+Inf" | "Inf" => f64::INFINITY,
-        "-Inf" => f64::NEG_INFINITY,
-        "NaN" => f64::NAN,
-        text => text.parse().ok()?,
-    };
-    let timestamp_ms = match fields.next() {
-        Some(ts) => Some(ts.parse().ok()?),
-        None => None,
-    };
-    if fields.next().is_some() {
-        return None;
-    }
-    Some(SampleLine { name, labels, value, timestamp_ms })
-}
-
-/// A line that is only an RFC 3339 instant, possibly after `# `.
-fn time_line(line: &str) -> Option<i64> {
-    let text = line.strip_prefix('#').unwrap_or(line).trim();
-    (text.len() >= 20 && text.as_bytes()[10] == b'T').then(|| parse_rfc3339(text).ok()).flatten()
-}
-
-/// A kept sample: the rank of the name it came under, its value, its own time and its line.
-#[derive(Debug, Clone, Copy)]
-struct Kept {
-    rank: u8,
-    value: f64,
-    time: Option<i64>,
-    line: u64,
-}
-
-/// The samples of one scrape, keyed by (metric, instance) so that renamed duplicates collapse.
-#[derive(Default)]
-struct Scrape {
-    samples: BTreeMap<(&'static str, Option<String>), Kept>,
-    families: BTreeSet<String>,
-}
-
 impl Adapter for VllmMetrics {
     fn id(&self) -> &'static str {
         Self::ID
@@ -200,104 +112,24 @@ impl Adapter for VllmMetrics {
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
     ) -> Result<ParseReport, ParseError> {
-        let mut lines = LineReader::new(input);
-        let mut scrape = Scrape::default();
-        let mut scrape_time: Option<i64> = None;
-        let mut unmapped: BTreeSet<String> = BTreeSet::new();
-        let mut clock_utc = true;
-        let mut warned = false;
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
-            if let Some(at) = time_line(line) {
-                flush(&mut scrape, scrape_time, ctx, sink)?;
-                scrape_time = Some(at);
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix("# TYPE ").or_else(|| line.strip_prefix("# HELP ")) {
-                let family = rest.split_whitespace().next().unwrap_or_default().to_owned();
-                if line.starts_with("# TYPE ") && !scrape.families.insert(family) {
-                    // The same family again: a new scrape without a time line of its own.
-                    flush(&mut scrape, scrape_time, ctx, sink)?;
-                    scrape.families.insert(rest.split_whitespace().next().unwrap_or_default().to_owned());
-                }
-                continue;
-            }
-            let Some(sample) = parse_sample(line) else {
-                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not a Prometheus sample"));
-                continue;
-            };
-            if sample.value.is_nan() || sample.name.ends_with("_created") || sample.name.ends_with("_bucket") {
-                continue; // NaN means "no value"; _created and buckets are not kept.
-            }
-            let label = |key: &str| sample.labels.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_str());
-            let target = if sample.name == "vllm:request_success_total" {
-                label("finished_reason")
-                    .and_then(|r| FINISHED.iter().find(|(reason, _)| *reason == r))
-                    .map(|(_, c)| (*c, 0))
-            } else {
-                MAPPINGS.iter().find(|m| m.scraped == sample.name).map(|m| (m.canonical, m.rank))
-            };
-            let Some((canonical, rank)) = target else {
-                unmapped.insert(sample.name.to_owned());
-                continue;
-            };
-            if sample.timestamp_ms.is_none() && scrape_time.is_none() {
-                if ctx.modified.is_none() && !warned {
-                    warned = true;
-                    sink.diagnostic(Diagnostic::new(
-                        line_no,
-                        DiagnosticKind::MissingField,
-                        "no scrape time (no timestamps, no RFC 3339 line, no file time): --start is used",
-                    ));
-                }
-                clock_utc &= ctx.modified.is_some();
-            }
-            let instance = label("engine").map(|e| format!("engine-{e}"));
-            let time = sample.timestamp_ms.map(|ms| ms * 1_000_000);
-            let kept = Kept { rank, value: sample.value, time, line: line_no };
-            let entry = scrape.samples.entry((canonical, instance)).or_insert(kept);
-            if rank < entry.rank {
-                *entry = kept;
-            }
-        }
-        flush(&mut scrape, scrape_time, ctx, sink)?;
-        let mut details = BTreeMap::new();
-        if !unmapped.is_empty() {
-            details.insert("unmapped_series".to_owned(), Value::from(unmapped.into_iter().collect::<Vec<_>>()));
-        }
-        Ok(ParseReport {
-            format_version: None,
-            clock_domain: if clock_utc { ClockDomain::Utc } else { ClockDomain::Relative },
-            year: None,
-            lines: lines.lines_read(),
-            details,
-        })
+        read_scrapes(input, ctx, sink, Self::ID, &target)
     }
 }
 
-fn flush(scrape: &mut Scrape, at: Option<i64>, ctx: &ParseContext<'_>, sink: &mut dyn Sink) -> Result<(), ParseError> {
-    let fallback = at.or(ctx.modified).unwrap_or(ctx.options.start_ns);
-    for ((metric, instance), kept) in std::mem::take(&mut scrape.samples) {
-        sink.sample(EngineSample {
-            time: kept.time.unwrap_or(fallback),
-            source: VllmMetrics::ID.to_owned(),
-            instance,
-            metric: metric.to_owned(),
-            value: kept.value,
-            source_file: Some(ctx.source_file.to_owned()),
-            source_line: Some(kept.line),
-        })?;
-    }
-    scrape.families.clear();
-    Ok(())
+/// The canonical metric, rank and instance of a vLLM series, or `None` for a series without a canonical name.
+fn target(sample: &SampleLine<'_>) -> Option<Target> {
+    let (metric, rank) = if sample.name == "vllm:request_success_total" {
+        let reason = sample.label("finished_reason")?;
+        FINISHED.iter().find(|(r, _)| *r == reason).map(|(_, c)| (*c, 0))?
+    } else {
+        MAPPINGS.iter().find(|m| m.scraped == sample.name).map(|m| (m.canonical, m.rank))?
+    };
+    Some(Target { metric, rank, instance: sample.label("engine").map(|e| format!("engine-{e}")) })
 }
 
 #[cfg(test)]
 mod tests {
+    use infertrace_adapter::time::parse_rfc3339;
     use infertrace_adapter::{CollectSink, ParseOptions};
 
     use super::*;
@@ -308,31 +140,6 @@ mod tests {
         let mut sink = CollectSink::default();
         let report = VllmMetrics.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)
-    }
-
-    #[test]
-    fn sample_lines() {
-        assert_eq!(
-            parse_sample(r#"vllm:kv_cache_usage_perc{engine="0",model_name="zai-org/GLM-4.5"} 9.75010481363281e-06"#),
-            Some(SampleLine {
-                name: "vllm:kv_cache_usage_perc",
-                labels: vec![("engine", "0".into()), ("model_name", "zai-org/GLM-4.5".into())],
-                value: 9.75010481363281e-06,
-                timestamp_ms: None,
-            })
-        );
-        let s = parse_sample(r#"x{a="q\"uo,te"} +Inf 1700000000000"#).unwrap();
-        assert_eq!(
-            (s.labels[0].1.as_str(), s.value, s.timestamp_ms),
-            ("q\"uo,te", f64::INFINITY, Some(1_700_000_000_000))
-        );
-        assert_eq!(
-            parse_sample("vllm:x 1.0"),
-            Some(SampleLine { name: "vllm:x", labels: vec![], value: 1.0, timestamp_ms: None })
-        );
-        for bad in ["", "# HELP x", "vllm:x{a=\"1\" 2", "vllm:x", "vllm:x one", "1abc 2", "vllm:x 1 2 3"] {
-            assert_eq!(parse_sample(bad), None, "{bad:?}");
-        }
     }
 
     #[test]
@@ -376,7 +183,7 @@ vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.3
             ]
         );
         assert_eq!(report.details["unmapped_series"], serde_json::json!(["vllm:new_metric_of_2027"]));
-        assert_eq!(report.clock_domain, ClockDomain::Utc);
+        assert_eq!(report.clock_domain, infertrace_schema::ClockDomain::Utc);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod hash;
 mod input;
 pub mod json;
 mod lines;
+pub mod prometheus;
 mod sink;
 pub mod testing;
 pub mod time;

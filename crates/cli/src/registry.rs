@@ -2,7 +2,7 @@
 
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
-use infertrace_adapter_sglang::{SglangLog, SglangRequestMetrics};
+use infertrace_adapter_sglang::{SglangLog, SglangMetrics, SglangRequestMetrics};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
@@ -17,6 +17,7 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &VllmKvEvents,
     &SglangLog,
     &SglangRequestMetrics,
+    &SglangMetrics,
 ];
 
 /// Values of `--format`: `auto` or one adapter id.
@@ -50,6 +51,9 @@ pub enum FormatArg {
     /// SGLang --export-metrics-to-file request records.
     #[value(name = "sglang-request-metrics")]
     SglangRequestMetrics,
+    /// SGLang Prometheus /metrics scrapes.
+    #[value(name = "sglang-metrics")]
+    SglangMetrics,
 }
 
 impl FormatArg {

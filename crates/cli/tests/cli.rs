@@ -184,7 +184,8 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "vllm-otlp",
             "vllm-kv-events",
             "sglang-log",
-            "sglang-request-metrics"
+            "sglang-request-metrics",
+            "sglang-metrics"
         ]
     );
 
