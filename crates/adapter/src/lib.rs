@@ -1,13 +1,14 @@
 //! The adapter boundary of infertrace: what every input format implements, and the helpers they share.
 //!
-//! An [`Adapter`] has an id, a cheap [`detect`](Adapter::detect) over the first KiB of an input, and a streaming
+//! An [`Adapter`] has an id, a cheap [`detect`](Adapter::detect) over the first 4 KiB of an input, and a streaming
 //! [`parse`](Adapter::parse) that pushes canonical rows and per-line [`Diagnostic`]s into a [`Sink`] (ripgrep's
 //! `Sink` push model). Parsing never fails on content: a line an adapter cannot use becomes a diagnostic with its
 //! line number, never a panic and never a silent drop. `Err` from `parse` means I/O failed, nothing else.
 //!
 //! The trait is object-safe and adapters are used as `&dyn Adapter`, so the CLI's registry is a plain static list.
 //! This crate also opens inputs (plain, gzip or zstd by magic bytes, hashing the stored bytes on the way), splits
-//! lines, parses timestamps, and parses the `key=value` and Python-repr fragments that engine logs are full of.
+//! lines, parses timestamps, parses the `key=value` and Python-repr fragments that engine logs are full of, reads
+//! Prometheus scrapes, and hashes token blocks into chained prefix hashes.
 //!
 //! It deliberately does not walk directories, print, or decide where output goes: that is the CLI's job.
 
