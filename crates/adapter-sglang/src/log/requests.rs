@@ -73,10 +73,6 @@ static RECEIVED_TIME: LazyLock<Regex> =
 static MAX_NEW_TOKENS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"['"]?max_new_tokens['"]?: (?P<n>\d+)"#).expect("valid regex"));
 
-fn u32_of(value: &PyValue<'_>) -> Option<u32> {
-    value.as_i64().and_then(|n| u32::try_from(n).ok())
-}
-
 /// The facts of the `obj=` part (any repr style), without parsing its text fields.
 fn obj_facts(obj: &str) -> RequestFacts {
     let rid = RID.captures(obj).and_then(|c| c.name("a").or(c.name("b"))).map(|m| m.as_str().to_owned());
@@ -96,30 +92,71 @@ fn obj_facts(obj: &str) -> RequestFacts {
     RequestFacts { rid, received_time, max_new_tokens, input_ids, meta: None, logged_at: None }
 }
 
-/// `meta_info` from a Python-repr `out` (quoted or, in 0.4.1, unquoted keys).
-fn meta_from_repr(text: &str) -> Option<Meta> {
-    let at = text
-        .rfind("'meta_info': {")
-        .map(|i| i + "'meta_info': ".len())
-        .or_else(|| text.rfind("meta_info: {").map(|i| i + "meta_info: ".len()))?;
-    let (_, dict) = py_value(&text[at..]).ok()?;
-    let get = |key: &str| dict.get(key);
-    let number = |key: &str| get(key).and_then(PyValue::as_f64);
-    let count = |key: &str| get(key).and_then(u32_of);
-    let details = get("cached_tokens_details");
-    let detail = |key: &str| details.and_then(|d| d.get(key)).and_then(u32_of);
-    let (finish_reason, status_code) = match get("finish_reason") {
-        Some(reason @ PyValue::Dict(_)) => (
-            reason.get("type").and_then(PyValue::as_str).map(str::to_owned),
-            reason.get("status_code").and_then(u32_of).and_then(|c| u16::try_from(c).ok()),
+/// The accessors `meta_info` needs, over a Python repr or a JSON value, so one mapping serves both forms.
+trait Fields {
+    fn field(&self, key: &str) -> Option<&Self>;
+    fn number(&self) -> Option<f64>;
+    fn text(&self) -> Option<&str>;
+    fn is_map(&self) -> bool;
+}
+
+impl Fields for PyValue<'_> {
+    fn field(&self, key: &str) -> Option<&Self> {
+        self.get(key)
+    }
+    fn number(&self) -> Option<f64> {
+        self.as_f64()
+    }
+    fn text(&self) -> Option<&str> {
+        match self {
+            PyValue::Str(s) => Some(s),
+            PyValue::Name(name) => Some(name),
+            _ => None,
+        }
+    }
+    fn is_map(&self) -> bool {
+        matches!(self, PyValue::Dict(_))
+    }
+}
+
+impl Fields for Value {
+    fn field(&self, key: &str) -> Option<&Self> {
+        self.get(key)
+    }
+    fn number(&self) -> Option<f64> {
+        self.as_f64()
+    }
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+    fn is_map(&self) -> bool {
+        self.is_object()
+    }
+}
+
+/// A whole, non-negative number that fits `T`.
+fn whole<T: TryFrom<u64>>(n: f64) -> Option<T> {
+    (n >= 0.0 && n.fract() == 0.0 && n <= u64::MAX as f64).then(|| T::try_from(n as u64).ok()).flatten()
+}
+
+/// The `meta_info` fields that reach a request row.
+fn meta_from<F: Fields>(meta: &F) -> Meta {
+    let number = |key: &str| meta.field(key).and_then(F::number);
+    let count = |key: &str| number(key).and_then(whole::<u32>);
+    let details = meta.field("cached_tokens_details");
+    let detail = |key: &str| details.and_then(|d| d.field(key)).and_then(F::number).and_then(whole::<u32>);
+    let reason = meta.field("finish_reason");
+    let (finish_reason, status_code) = match reason {
+        Some(r) if r.is_map() => (
+            r.field("type").and_then(F::text).map(str::to_owned),
+            r.field("status_code").and_then(F::number).and_then(whole::<u16>),
         ),
         // 0.3.0: `FINISH_LENGTH: 128`, `FINISH_MATCHED_TOKEN: 2`, `FINISH_ABORT`.
-        Some(PyValue::Str(text)) => (Some(legacy_reason(text)), None),
-        Some(PyValue::Name(name)) => (Some(legacy_reason(name)), None),
-        _ => (None, None),
+        Some(r) => (r.text().map(legacy_reason), None),
+        None => (None, None),
     };
-    Some(Meta {
-        id: get("id").and_then(PyValue::as_str).map(str::to_owned),
+    Meta {
+        id: meta.field("id").and_then(F::text).map(str::to_owned),
         prompt_tokens: count("prompt_tokens"),
         completion_tokens: count("completion_tokens"),
         cached_tokens: count("cached_tokens"),
@@ -133,7 +170,22 @@ fn meta_from_repr(text: &str) -> Option<Meta> {
         finished_ts: number("response_sent_to_client_ts").or_else(|| number("request_finished_ts")),
         finish_reason,
         status_code,
-    })
+    }
+}
+
+/// `meta_info` from a Python-repr `out` (quoted or, in 0.4.1, unquoted keys).
+fn meta_from_repr(text: &str) -> Option<Meta> {
+    let at = text
+        .rfind("'meta_info': {")
+        .map(|i| i + "'meta_info': ".len())
+        .or_else(|| text.rfind("meta_info: {").map(|i| i + "meta_info: ".len()))?;
+    let (_, dict) = py_value(&text[at..]).ok()?;
+    Some(meta_from(&dict))
+}
+
+/// `meta_info` from the JSON form (a request log's `out.meta_info`, or a request-metrics record).
+pub(crate) fn meta_from_json(meta: &Value) -> Meta {
+    meta_from(meta)
 }
 
 fn legacy_reason(text: &str) -> String {
@@ -145,37 +197,6 @@ fn legacy_reason(text: &str) -> String {
         other => return other.to_ascii_lowercase(),
     }
     .to_owned()
-}
-
-/// `meta_info` from the JSON form.
-pub(crate) fn meta_from_json(meta: &Value) -> Meta {
-    let count = |key: &str| meta.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-    let number = |key: &str| meta.get(key).and_then(Value::as_f64);
-    let details = meta.get("cached_tokens_details");
-    let detail =
-        |key: &str| details.and_then(|d| d.get(key)).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-    let reason = meta.get("finish_reason");
-    Meta {
-        id: meta.get("id").and_then(Value::as_str).map(str::to_owned),
-        prompt_tokens: count("prompt_tokens"),
-        completion_tokens: count("completion_tokens"),
-        cached_tokens: count("cached_tokens"),
-        cached_device: detail("device"),
-        cached_host: detail("host"),
-        cached_storage: detail("storage"),
-        reasoning_tokens: count("reasoning_tokens"),
-        e2e_latency: number("e2e_latency"),
-        queue_time: number("queue_time"),
-        received_ts: number("request_received_ts"),
-        finished_ts: number("response_sent_to_client_ts").or_else(|| number("request_finished_ts")),
-        finish_reason: reason.and_then(|r| {
-            r.get("type").and_then(Value::as_str).map(str::to_owned).or_else(|| r.as_str().map(legacy_reason))
-        }),
-        status_code: reason
-            .and_then(|r| r.get("status_code"))
-            .and_then(Value::as_u64)
-            .and_then(|c| u16::try_from(c).ok()),
-    }
 }
 
 /// Classifies one message (after the envelope), or a bare JSON line.
