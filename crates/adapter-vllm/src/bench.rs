@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
-use infertrace_adapter::time::civil_to_nanos;
+use infertrace_adapter::time::{civil_to_nanos, seconds_to_nanos};
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
     utf8_line,
@@ -330,11 +330,12 @@ impl VllmBench {
             if let (Some(e2e), Some(ttft), Some(out)) = (row.e2e_s, row.ttft_s, row.output_tokens.filter(|&o| o > 1)) {
                 row.tpot_s = Some((e2e - ttft) / f64::from(out - 1));
             }
-            if let (Some(anchor), Some(start)) = (anchor, at(&result.start_times)) {
-                let arrival = anchor + seconds_to_nanos(start - start_min);
+            let offset = at(&result.start_times).and_then(|start| seconds_to_nanos(start - start_min));
+            if let (Some(anchor), Some(offset)) = (anchor, offset) {
+                let arrival = anchor + offset;
                 row.arrival_time = Some(arrival);
-                row.first_token_time = row.ttft_s.map(|t| arrival + seconds_to_nanos(t));
-                row.completion_time = row.e2e_s.map(|t| arrival + seconds_to_nanos(t));
+                row.first_token_time = row.ttft_s.and_then(seconds_to_nanos).map(|t| arrival + t);
+                row.completion_time = row.e2e_s.and_then(seconds_to_nanos).map(|t| arrival + t);
             }
             sink.request(row)?;
         }
@@ -352,10 +353,10 @@ impl VllmBench {
         result.start_times.as_ref()?;
         let date = result.date.as_deref().and_then(|d| parse_date(d, ctx));
         match (date, result.duration) {
-            (Some(end), Some(duration)) => {
+            (Some(end), Some(duration)) if seconds_to_nanos(duration).is_some() => {
                 report.clock_domain = ClockDomain::AssumedOffset;
                 report.details.insert("arrival_anchor".to_owned(), Value::from("date minus duration"));
-                Some(end - seconds_to_nanos(duration))
+                Some(end - seconds_to_nanos(duration)?)
             }
             _ => {
                 if result.date.is_some() {
@@ -366,10 +367,6 @@ impl VllmBench {
             }
         }
     }
-}
-
-fn seconds_to_nanos(seconds: f64) -> i64 {
-    infertrace_adapter::time::seconds_to_nanos(seconds).unwrap_or_default()
 }
 
 /// `YYYYmmdd-HHMMSS` local time → UTC nanoseconds.

@@ -24,6 +24,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
+use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
     utf8_line,
@@ -238,10 +239,6 @@ impl VllmOtlp {
     }
 }
 
-fn seconds(value: f64) -> i64 {
-    infertrace_adapter::time::seconds_to_nanos(value).unwrap_or_default()
-}
-
 fn request_row(span: &Span<'_>, service: Option<&str>, line: u64, ctx: &ParseContext<'_>) -> Option<RequestRow> {
     let attr = |key: &str| attribute(&span.attributes, key);
     let id = attr("gen_ai.request.id")?.string_value.as_deref()?.to_owned();
@@ -250,7 +247,7 @@ fn request_row(span: &Span<'_>, service: Option<&str>, line: u64, ctx: &ParseCon
     let queue = latency("gen_ai.latency.time_in_queue");
     let ttft = latency("gen_ai.latency.time_to_first_token");
     let prefill = latency("gen_ai.latency.time_in_model_prefill");
-    let scheduled = arrival.zip(queue).map(|(a, q)| a + seconds(q));
+    let scheduled = arrival.zip(queue.and_then(seconds_to_nanos)).map(|(a, q)| a + q);
     // OTLP status code 2 is STATUS_CODE_ERROR (JSON writes the number or the enum name).
     let error = span
         .status
@@ -264,8 +261,8 @@ fn request_row(span: &Span<'_>, service: Option<&str>, line: u64, ctx: &ParseCon
         instance: service.map(str::to_owned),
         arrival_time: arrival,
         scheduled_time: scheduled,
-        first_token_time: arrival.zip(ttft).map(|(a, t)| a + seconds(t)),
-        prefill_end_time: scheduled.zip(prefill).map(|(s, p)| s + seconds(p)),
+        first_token_time: arrival.zip(ttft.and_then(seconds_to_nanos)).map(|(a, t)| a + t),
+        prefill_end_time: scheduled.zip(prefill.and_then(seconds_to_nanos)).map(|(s, p)| s + p),
         completion_time: span.end_time_unix_nano.as_ref().and_then(Number::as_i64),
         queue_s: queue,
         prefill_s: prefill,

@@ -18,7 +18,7 @@ pub(crate) mod requests;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::BufRead;
 
-use infertrace_adapter::time::{civil_to_nanos, next_date, utc_date};
+use infertrace_adapter::time::{civil_to_nanos, next_date, seconds_to_nanos, utc_date};
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
     UtcOffset, utf8_line,
@@ -194,10 +194,6 @@ struct OpenRequests {
     order: VecDeque<String>,
 }
 
-fn seconds_to_ns(seconds: f64) -> Option<i64> {
-    infertrace_adapter::time::seconds_to_nanos(seconds)
-}
-
 impl OpenRequests {
     fn receive(
         &mut self,
@@ -211,7 +207,7 @@ impl OpenRequests {
         let row = RequestRow {
             request_id: rid.clone(),
             source: SglangLog::ID.to_owned(),
-            arrival_time: facts.received_time.and_then(seconds_to_ns).or(time),
+            arrival_time: facts.received_time.and_then(seconds_to_nanos).or(time),
             input_tokens: facts.input_ids,
             max_tokens: facts.max_new_tokens,
             status: Status::Unknown,
@@ -252,13 +248,13 @@ impl OpenRequests {
             return Ok(());
         };
         let received = facts.rid.as_ref().and_then(|rid| self.open.remove(rid)).or_else(|| self.open.remove(&id));
-        let completion = meta.finished_ts.and_then(seconds_to_ns).or(time);
+        let completion = meta.finished_ts.and_then(seconds_to_nanos).or(time);
         let arrival = meta
             .received_ts
-            .and_then(seconds_to_ns)
-            .or_else(|| facts.received_time.and_then(seconds_to_ns))
+            .and_then(seconds_to_nanos)
+            .or_else(|| facts.received_time.and_then(seconds_to_nanos))
             .or(received.as_ref().and_then(|r| r.arrival_time))
-            .or_else(|| Some(completion? - seconds_to_ns(meta.e2e_latency?)?));
+            .or_else(|| Some(completion? - seconds_to_nanos(meta.e2e_latency?)?));
         let status = match meta.finish_reason.as_deref() {
             Some("abort") => Status::Aborted,
             Some(_) => Status::Ok,
