@@ -31,6 +31,7 @@ fn generated_logs_of_every_generation_parse_completely() {
         assert_eq!(sink.diagnostics, [], "{generation:?}");
         assert_eq!(report.lines, expected.lines, "{generation:?}");
         assert_eq!(sink.samples.len() as u64, expected.samples, "{generation:?}");
+        assert_eq!(sink.requests.len() as u64, expected.requests, "{generation:?}");
         assert!(sink.samples.iter().all(|s| metrics::is_known(&s.metric)), "{generation:?}");
         let prefills = sink.samples.iter().filter(|s| s.metric == metrics::BATCH_REQUESTS).count() as u64;
         assert_eq!(prefills, expected.prefill_lines, "{generation:?}");
@@ -155,4 +156,29 @@ fn request_logs_become_rows_joined_by_rid() {
     assert_eq!(sink.requests[0].cached_tokens, Some(3));
     assert_eq!(sink.requests[1].http_status, Some(499));
     assert!(!format!("{:?}", sink.requests).contains("secret"));
+}
+
+#[test]
+fn time_stats_join_their_finish_line_and_old_durations_are_withheld() {
+    let log = "[2025-07-02 10:15:00] Receive: obj=GenerateReqInput(rid='t-1', text='p', input_ids=None, sampling_params={'max_new_tokens': 32})\n\
+[2025-07-02 10:15:01 TP0] Req Time Stats(rid=t-1, input len=24, output len=32, type=unified): queue_duration=0.00ms, forward_duration=1751451301412.53ms, start_time=0.0\n\
+[2025-07-02 10:15:01] Finish: obj=GenerateReqInput(rid='t-1', text='p'), out={'text': 'a', 'meta_info': {'id': 't-1', 'finish_reason': {'type': 'length', 'length': 32}, 'prompt_tokens': 24, 'completion_tokens': 32, 'e2e_latency': 1.25}}\n\
+[2025-07-02 10:15:02 DP1 TP0] Req Time Stats(rid=t-1, input len=24, output len=32, type=unified): queue_duration=1.00ms, forward_duration=2.00ms, start_time=5.000\n\
+[2025-07-02 10:15:03 DP1 TP0] Req Time Stats(rid=t-2, bootstrap_room=7, input len=8, output len=2, type=decode): prealloc_queue_duration(3.00ms) = alloc_wait(1.00ms) + bootstrap(2.00ms) + other(0.00ms); transfer_duration=20.00ms; queue_duration=0.50ms, forward_duration=1600.00ms, start=9123.250\n";
+    let (sink, report) = parse(log, ParseOptions::default(), None);
+    let [late] = &sink.diagnostics[..] else { panic!("{:?}", sink.diagnostics) };
+    assert_eq!((late.line, late.kind), (4, DiagnosticKind::Inconsistent));
+    assert_eq!(report.details["req_time_stats_lines"], 3);
+    assert_eq!(report.details["req_time_stats_unusable"], 1);
+
+    let [t1, t2] = &sink.requests[..] else { panic!("{:?}", sink.requests) };
+    // The Finish line gives the outcome and latency; the unusable time stats add the instance and no duration.
+    assert_eq!((t1.request_id.as_str(), t1.e2e_s, t1.queue_s), ("t-1", Some(1.25), None));
+    assert_eq!((t1.instance.as_deref(), t1.output_tokens, t1.source_line), (Some("TP0"), Some(32), Some(3)));
+    // A decode-server request known only from its time stats: durations by stage, no absolute start.
+    assert_eq!((t2.request_id.as_str(), t2.status), ("t-2", infertrace_schema::Status::Unknown));
+    assert_eq!((t2.queue_s, t2.decode_s, t2.kv_transfer_s), (Some(0.0005), Some(1.6), Some(0.02)));
+    assert_eq!((t2.decode_instance.as_deref(), t2.arrival_time), (Some("DP1 TP0"), None));
+    assert_eq!(t2.completion_time, Some(utc(2025, 7, 2, 10, 15, 3)));
+    assert_eq!((t2.input_tokens, t2.output_tokens, t2.source_line), (Some(8), Some(2), Some(5)));
 }

@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
+use infertrace_adapter::json::{Scalar, SumOf};
 use infertrace_adapter::time::{civil_to_nanos, seconds_to_nanos};
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
@@ -28,7 +29,6 @@ use infertrace_adapter::{
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
 /// The vLLM benchmark result adapter.
@@ -108,77 +108,6 @@ impl<'de> Deserialize<'de> for BenchResult {
     }
 }
 
-/// A JSON scalar, or `None` for null, arrays and objects (skipped without being kept).
-struct Scalar(Option<Value>);
-
-impl<'de> Deserialize<'de> for Scalar {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Scalar;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
-                Ok(Scalar(Some(Value::from(v))))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
-                Ok(Scalar(Some(Value::from(v))))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
-                Ok(Scalar(Some(Value::from(v))))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
-                Ok(Scalar(Some(Value::from(v))))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
-                Ok(Scalar(Some(Value::from(v))))
-            }
-            fn visit_unit<E>(self) -> Result<Scalar, E> {
-                Ok(Scalar(None))
-            }
-            fn visit_none<E>(self) -> Result<Scalar, E> {
-                Ok(Scalar(None))
-            }
-            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
-                Scalar::deserialize(d)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Scalar(None))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Scalar(None))
-            }
-        }
-        deserializer.deserialize_any(V)
-    }
-}
-
-/// One list of numbers, deserialized as its sum.
-struct SumOf(f64);
-
-impl<'de> Deserialize<'de> for SumOf {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = SumOf;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a list of numbers")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<SumOf, A::Error> {
-                let mut total = 0.0;
-                while let Some(x) = seq.next_element::<f64>()? {
-                    total += x;
-                }
-                Ok(SumOf(total))
-            }
-        }
-        deserializer.deserialize_seq(V)
-    }
-}
-
 const SUMMARY_HEADER: &str = "Serving Benchmark Result";
 
 /// Counts the newlines of what passes through, for the manifest's line count.
@@ -222,7 +151,15 @@ impl Adapter for VllmBench {
         ];
         let json = text.trim_start().starts_with('{') && keys.iter().filter(|k| text.contains(*k)).count() >= 2;
         let console = text.lines().take(8).any(|l| l.contains(SUMMARY_HEADER) && l.starts_with("=="));
-        (json || console).then_some(Confidence::High)
+        // SGLang's bench_serving records share the summary keys; these are its own.
+        let sglang = ["\"total_output_tokens_retokenized\"", "\"sharegpt_output_len\"", "\"dataset_name\""]
+            .iter()
+            .any(|k| text.contains(k));
+        match (json, console) {
+            (true, _) if sglang => Some(Confidence::Low),
+            (true, _) | (_, true) => Some(Confidence::High),
+            _ => None,
+        }
     }
 
     fn parse(
@@ -479,6 +416,15 @@ mod tests {
         assert_eq!(sink.requests[1].first_token_time, Some(start + 1_750_000_000));
         assert_eq!(sink.requests[1].completion_time, Some(start + 4_000_000_000));
         assert_eq!(sink.requests[1].e2e_s, Some(2.5));
+    }
+
+    #[test]
+    fn sglang_records_are_left_to_sglang() {
+        let sglang =
+            br#"{"backend": "sglang", "dataset_name": "random", "request_rate": 1.0, "duration": 2.0, "completed": 3}"#;
+        assert_eq!(VllmBench.detect(sglang), Some(Confidence::Low));
+        let vllm = br#"{"date": "20250101-000000", "backend": "vllm", "completed": 1, "duration": 1.0}"#;
+        assert_eq!(VllmBench.detect(vllm), Some(Confidence::High));
     }
 
     #[test]

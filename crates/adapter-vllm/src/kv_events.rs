@@ -17,14 +17,11 @@
 //! `int.from_bytes(bytes, "big") & (2^64 - 1)`, as vLLM itself converts them, and signed hashes keep their bits.
 //! `token_ids` are never read into an output. Trailing array elements and unknown map keys are ignored.
 
-use std::io::{BufRead, ErrorKind};
+use std::io::BufRead;
 
-use infertrace_adapter::time::seconds_to_nanos;
-use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
-};
-use infertrace_schema::{CacheEvent, CacheEventKind, CacheTier, ClockDomain, DatasetError};
-use rmpv::Value;
+use infertrace_adapter::kv_events::{self, Dialect};
+use infertrace_adapter::{Adapter, Confidence, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_schema::CacheTier;
 
 /// The vLLM KV-cache event adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,10 +32,17 @@ impl VllmKvEvents {
     pub const ID: &'static str = "vllm-kv-events";
 }
 
-/// msgpack markers a batch starts with: fixarray of 2 or 3, then a float64 or float32 timestamp.
-fn looks_like_msgpack_batch(head: &[u8]) -> bool {
-    matches!(head, [0x92 | 0x93, 0xcb | 0xca, ..])
-}
+const DIALECT: Dialect = Dialect {
+    source: VllmKvEvents::ID,
+    tier: |medium| match medium.map(str::to_ascii_uppercase).as_deref() {
+        None | Some("GPU") => Ok(CacheTier::Gpu), // Before 0.10.2 every event came from the GPU pool.
+        Some("CPU") => Ok(CacheTier::Cpu),
+        Some("STORAGE" | "DISK") => Ok(CacheTier::Disk),
+        Some(_) => Err(()),
+    },
+    instance: |rank| format!("engine-{rank}"),
+    rank_key: "data_parallel_rank",
+};
 
 impl Adapter for VllmKvEvents {
     fn id(&self) -> &'static str {
@@ -50,15 +54,11 @@ impl Adapter for VllmKvEvents {
     }
 
     fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        if looks_like_msgpack_batch(head) {
-            return Some(Confidence::High);
+        if !(kv_events::looks_like_msgpack_batch(head) || kv_events::looks_like_json_batch(head)) {
+            return None;
         }
-        let text = String::from_utf8_lossy(head);
-        let first = text.lines().next().unwrap_or_default().trim_start();
-        let json = first.starts_with('[') || first.starts_with('{');
-        let events =
-            ["BlockStored", "BlockRemoved", "AllBlocksCleared"].iter().any(|t| first.contains(&format!("\"{t}\"")));
-        (json && events).then_some(Confidence::High)
+        // SGLang writes the same encoding: yield to it when its own vocabulary shows.
+        Some(if kv_events::speaks_sglang(head) { Confidence::Low } else { Confidence::High })
     }
 
     fn parse(
@@ -67,208 +67,14 @@ impl Adapter for VllmKvEvents {
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
     ) -> Result<ParseReport, ParseError> {
-        let binary = looks_like_msgpack_batch(input.fill_buf()?);
-        let mut batches = 0;
-        if binary {
-            loop {
-                if input.fill_buf()?.is_empty() {
-                    break;
-                }
-                batches += 1;
-                match rmpv::decode::read_value(&mut &mut *input) {
-                    Ok(value) => batch(&value, batches, ctx, sink)?,
-                    Err(rmpv::decode::Error::InvalidMarkerRead(e) | rmpv::decode::Error::InvalidDataRead(e))
-                        if e.kind() != ErrorKind::UnexpectedEof =>
-                    {
-                        return Err(ParseError::Read(e));
-                    }
-                    Err(_) => {
-                        // A binary stream cannot be resynchronised: report where it broke and stop.
-                        sink.diagnostic(Diagnostic::new(
-                            batches,
-                            DiagnosticKind::MalformedRecord,
-                            "msgpack payload cut short or invalid; the rest of the file was not read",
-                        ));
-                        break;
-                    }
-                }
-            }
-        } else {
-            let mut lines = LineReader::new(input);
-            while let Some((line_no, bytes)) = lines.next_bytes()? {
-                let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-                if line.trim_ascii().is_empty() {
-                    continue;
-                }
-                match serde_json::from_str::<serde_json::Value>(line) {
-                    Ok(json) => batch(&from_json(&json), line_no, ctx, sink)?,
-                    Err(e) => sink.diagnostic(Diagnostic::new(
-                        line_no,
-                        DiagnosticKind::MalformedJson,
-                        infertrace_adapter::json::error_message(&e),
-                    )),
-                }
-            }
-            batches = lines.lines_read();
-        }
-        Ok(ParseReport {
-            format_version: Some(if binary { "msgpack" } else { "json lines" }.to_owned()),
-            clock_domain: ClockDomain::Utc,
-            year: None,
-            lines: batches,
-            details: Default::default(),
-        })
+        kv_events::parse(&DIALECT, input, ctx, sink)
     }
-}
-
-/// JSON as msgpack values, so both encodings share one interpreter.
-fn from_json(json: &serde_json::Value) -> Value {
-    match json {
-        serde_json::Value::Null => Value::Nil,
-        serde_json::Value::Bool(b) => Value::Boolean(*b),
-        serde_json::Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
-            (Some(u), _, _) => Value::from(u),
-            (None, Some(i), _) => Value::from(i),
-            (_, _, Some(f)) => Value::F64(f),
-            _ => Value::Nil,
-        },
-        serde_json::Value::String(s) => Value::from(s.as_str()),
-        serde_json::Value::Array(items) => Value::Array(items.iter().map(from_json).collect()),
-        serde_json::Value::Object(map) => {
-            Value::Map(map.iter().map(|(k, v)| (Value::from(k.as_str()), from_json(v))).collect())
-        }
-    }
-}
-
-/// A block hash as vLLM's integer form: signed hashes keep their bits, bytes keep their low 64 bits (big-endian).
-fn hash(value: &Value) -> Option<u64> {
-    match value {
-        Value::Integer(n) => n.as_u64().or_else(|| n.as_i64().map(|i| i as u64)),
-        Value::Binary(bytes) => {
-            let tail = &bytes[bytes.len().saturating_sub(8)..];
-            Some(tail.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
-        }
-        _ => None,
-    }
-}
-
-fn tier(medium: Option<&Value>) -> Result<Option<CacheTier>, ()> {
-    match medium {
-        None | Some(Value::Nil) => Ok(Some(CacheTier::Gpu)), // Before 0.10.2 every event came from the GPU pool.
-        Some(value) => match value.as_str().map(str::to_ascii_uppercase).as_deref() {
-            Some("GPU") => Ok(Some(CacheTier::Gpu)),
-            Some("CPU") => Ok(Some(CacheTier::Cpu)),
-            Some("STORAGE" | "DISK") => Ok(Some(CacheTier::Disk)),
-            _ => Err(()),
-        },
-    }
-}
-
-/// A field of an event: by position in the array form, by name in the map form.
-fn field<'v>(event: &'v Value, position: usize, name: &str) -> Option<&'v Value> {
-    match event {
-        Value::Array(items) => items.get(position),
-        Value::Map(entries) => entries.iter().find(|(k, _)| k.as_str() == Some(name)).map(|(_, v)| v),
-        _ => None,
-    }
-}
-
-fn batch(value: &Value, line: u64, ctx: &ParseContext<'_>, sink: &mut dyn Sink) -> Result<(), DatasetError> {
-    let bad = |sink: &mut dyn Sink, what: &str| {
-        sink.diagnostic(Diagnostic::new(line, DiagnosticKind::MalformedRecord, format!("not a KV event batch: {what}")))
-    };
-    let (ts, events, rank) = match value {
-        Value::Array(items) => (items.first(), items.get(1), items.get(2)),
-        Value::Map(_) => (field(value, 0, "ts"), field(value, 1, "events"), field(value, 2, "data_parallel_rank")),
-        _ => {
-            bad(sink, "neither an array nor a map");
-            return Ok(());
-        }
-    };
-    let Some(time) = ts.and_then(Value::as_f64).and_then(seconds_to_nanos) else {
-        bad(sink, "no timestamp");
-        return Ok(());
-    };
-    let Some(events) = events.and_then(Value::as_array) else {
-        bad(sink, "no event list");
-        return Ok(());
-    };
-    let instance = rank.and_then(Value::as_u64).map(|r| format!("engine-{r}"));
-    let row = |event: CacheEventKind, tier, block_hash, parent_hash, blocks, tokens| CacheEvent {
-        time: Some(time),
-        source: VllmKvEvents::ID.to_owned(),
-        instance: instance.clone(),
-        tier,
-        event,
-        block_hash,
-        parent_hash,
-        blocks,
-        tokens,
-        source_file: Some(ctx.source_file.to_owned()),
-        source_line: Some(line),
-        ..CacheEvent::default()
-    };
-    for event in events {
-        let tag = match event {
-            Value::Array(items) => items.first().and_then(Value::as_str),
-            _ => field(event, 0, "type").and_then(Value::as_str),
-        };
-        let hashes = || field(event, 1, "block_hashes").and_then(Value::as_array);
-        match tag {
-            Some("BlockStored") => {
-                let Some(hashes) = hashes() else {
-                    bad(sink, "BlockStored without block_hashes");
-                    continue;
-                };
-                let mut parent = field(event, 2, "parent_block_hash").and_then(hash);
-                let block_size =
-                    field(event, 4, "block_size").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-                let Ok(tier) = tier(field(event, 6, "medium")) else {
-                    bad(sink, "unknown medium");
-                    continue;
-                };
-                for h in hashes {
-                    let Some(h) = hash(h) else {
-                        bad(sink, "a block hash that is neither an integer nor bytes");
-                        break;
-                    };
-                    sink.cache_event(row(CacheEventKind::Stored, tier, Some(h), parent, Some(1), block_size))?;
-                    parent = Some(h);
-                }
-            }
-            Some("BlockRemoved") => {
-                let Some(hashes) = hashes() else {
-                    bad(sink, "BlockRemoved without block_hashes");
-                    continue;
-                };
-                let Ok(tier) = tier(field(event, 2, "medium")) else {
-                    bad(sink, "unknown medium");
-                    continue;
-                };
-                for h in hashes {
-                    match hash(h) {
-                        Some(h) => {
-                            sink.cache_event(row(CacheEventKind::Removed, tier, Some(h), None, Some(1), None))?
-                        }
-                        None => {
-                            bad(sink, "a block hash that is neither an integer nor bytes");
-                            break;
-                        }
-                    }
-                }
-            }
-            Some("AllBlocksCleared") => {
-                sink.cache_event(row(CacheEventKind::Cleared, Some(CacheTier::Gpu), None, None, None, None))?;
-            }
-            _ => bad(sink, "an event of unknown type"),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use infertrace_adapter::{CollectSink, ParseOptions};
+    use infertrace_adapter::{CollectSink, DiagnosticKind, ParseOptions};
+    use infertrace_schema::CacheEventKind;
 
     use super::*;
 
@@ -336,17 +142,15 @@ not json
     }
 
     #[test]
-    fn byte_hashes_keep_their_low_64_bits_and_truncation_is_reported() {
-        assert_eq!(
-            hash(&Value::Binary(vec![0xaa; 24].into_iter().chain([0, 0, 0, 0, 0, 0, 1, 2]).collect())),
-            Some(258)
-        );
-        assert_eq!(hash(&Value::from(-2i64)), Some(u64::MAX - 1));
+    fn truncation_is_reported_and_sglang_files_are_left_to_sglang() {
         let mut bytes = vec![0x93, 0xcb];
         bytes.extend_from_slice(&1.0f64.to_be_bytes());
         bytes.extend_from_slice(&[0x91, 0x93]); // cut inside the event list
         let (sink, _) = parse(&bytes);
         assert_eq!(sink.diagnostics.len(), 1);
         assert_eq!(sink.diagnostics[0].kind, DiagnosticKind::MalformedRecord);
+        assert_eq!(VllmKvEvents.detect(&bytes), Some(Confidence::High));
+        let sglang = br#"[1.0, [["BlockStored", [1], null, [], 16, null, "CPU_PINNED"]], 0]"#;
+        assert_eq!(VllmKvEvents.detect(sglang), Some(Confidence::Low));
     }
 }

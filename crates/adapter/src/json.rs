@@ -1,8 +1,11 @@
-//! Describing JSON errors without quoting the input.
+//! Describing JSON errors without quoting the input, and streaming readers for large documents.
 //!
 //! serde_json's own messages quote offending values (`invalid type: string "…"`), and a value in a log line can be
 //! a user's prompt, so diagnostics are built from the error's category and column only.
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
 use serde_json::error::Category;
 
 /// A diagnostic message for `error` that names no input content (field names are kept, values are not).
@@ -27,6 +30,114 @@ pub fn error_message(error: &serde_json::Error) -> String {
     }
 }
 
+/// A JSON scalar, or `None` for null, arrays and objects (skipped without being kept): for reading the summary
+/// of a document whose other members are large.
+#[derive(Debug)]
+pub struct Scalar(pub Option<Value>);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(Some(Value::from(v))))
+            }
+            fn visit_unit<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar(None))
+            }
+            fn visit_none<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar(None))
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
+                Scalar::deserialize(d)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar(None))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// One list of numbers, deserialized as its sum without keeping the list.
+#[derive(Debug)]
+pub struct SumOf(pub f64);
+
+impl<'de> Deserialize<'de> for SumOf {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = SumOf;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of numbers")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<SumOf, A::Error> {
+                let mut total = 0.0;
+                while let Some(x) = seq.next_element::<f64>()? {
+                    total += x;
+                }
+                Ok(SumOf(total))
+            }
+        }
+        deserializer.deserialize_seq(V)
+    }
+}
+
+/// Python's `json.dumps` writes the non-standard tokens `NaN`, `Infinity` and `-Infinity` (an unbounded request
+/// rate is `Infinity`). Returns `text` with each such token outside strings replaced by the same word as a JSON
+/// string, so a strict parser reads the document and the value survives as text.
+pub fn quote_python_floats(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("Infinity") && !text.contains("NaN") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(word) = ["-Infinity", "Infinity", "NaN"].into_iter().find(|w| rest.starts_with(w)) {
+            out.push('"');
+            out.push_str(word);
+            out.push('"');
+            rest = &rest[word.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,6 +150,15 @@ mod tests {
 
     fn message(text: &str) -> String {
         error_message(&serde_json::from_str::<Probe>(text).unwrap_err())
+    }
+
+    #[test]
+    fn python_float_tokens_become_strings_outside_strings_only() {
+        assert_eq!(
+            quote_python_floats(r#"{"rate": Infinity, "x": -Infinity, "y": [NaN], "s": "NaN \" Infinity"}"#),
+            r#"{"rate": "Infinity", "x": "-Infinity", "y": ["NaN"], "s": "NaN \" Infinity"}"#
+        );
+        assert!(matches!(quote_python_floats(r#"{"a": 1}"#), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]

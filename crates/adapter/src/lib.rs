@@ -17,6 +17,7 @@ pub mod fragments;
 pub mod hash;
 mod input;
 pub mod json;
+pub mod kv_events;
 mod lines;
 pub mod prometheus;
 mod sink;

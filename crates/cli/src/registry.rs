@@ -2,7 +2,7 @@
 
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
-use infertrace_adapter_sglang::{SglangLog, SglangMetrics, SglangRequestMetrics};
+use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
@@ -18,6 +18,8 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &SglangLog,
     &SglangRequestMetrics,
     &SglangMetrics,
+    &SglangKvEvents,
+    &SglangBench,
 ];
 
 /// Values of `--format`: `auto` or one adapter id.
@@ -54,6 +56,12 @@ pub enum FormatArg {
     /// SGLang Prometheus /metrics scrapes.
     #[value(name = "sglang-metrics")]
     SglangMetrics,
+    /// SGLang KV-cache events.
+    #[value(name = "sglang-kv-events")]
+    SglangKvEvents,
+    /// SGLang bench_serving result JSONL.
+    #[value(name = "sglang-bench")]
+    SglangBench,
 }
 
 impl FormatArg {

@@ -185,7 +185,9 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "vllm-kv-events",
             "sglang-log",
             "sglang-request-metrics",
-            "sglang-metrics"
+            "sglang-metrics",
+            "sglang-kv-events",
+            "sglang-bench"
         ]
     );
 

@@ -14,8 +14,9 @@
 mod batch;
 mod envelope;
 pub(crate) mod requests;
+mod time_stats;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
 use infertrace_adapter::time::{civil_to_nanos, next_date, seconds_to_nanos, utc_date};
@@ -26,6 +27,7 @@ use infertrace_adapter::{
 use infertrace_schema::{ClockDomain, DatasetError, EngineSample, RequestRow, Status, YearAssumption, YearSource};
 
 use requests::{RequestFacts, RequestLine};
+use time_stats::TimeStats;
 
 /// The SGLang text log adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -132,6 +134,16 @@ impl Adapter for SglangLog {
                 }
                 continue;
             }
+            if let Some(stats) = time_stats::parse(message) {
+                match stats {
+                    Ok(stats) => {
+                        let instance = instance.filter(|r| !r.is_empty());
+                        open.time_stats(stats, time, instance, line_no, ctx, sink)?
+                    }
+                    Err(what) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what)),
+                }
+                continue;
+            }
             let Some(batch) = batch::parse(message) else { continue };
             for key in batch.unknown {
                 sink.diagnostic(Diagnostic::new(
@@ -173,13 +185,26 @@ impl Adapter for SglangLog {
                 })?;
             }
         }
-        open.flush_all(sink)?;
+        open.flush_all(ctx, sink)?;
+        let mut details = BTreeMap::new();
+        if open.stats_lines > 0 {
+            details.insert("req_time_stats_lines".to_owned(), open.stats_lines.into());
+            details.insert("req_time_stats_unusable".to_owned(), open.stats_unusable.into());
+            if open.stats_unusable > 0 {
+                details.insert(
+                    "req_time_stats_unusable_reason".to_owned(),
+                    "0.4.7-0.5.2 never set the queue and forward entry times (or the line says Invalid Time Stats): \
+                     their durations were not written"
+                        .into(),
+                );
+            }
+        }
         Ok(ParseReport {
             format_version: None,
             clock_domain: ClockDomain::AssumedOffset,
             year: clock.assumed,
             lines: lines.lines_read(),
-            details: Default::default(),
+            details,
         })
     }
 }
@@ -187,11 +212,48 @@ impl Adapter for SglangLog {
 /// At most this many received-but-unfinished requests are held; past it the oldest is written early.
 const MAX_OPEN_REQUESTS: usize = 100_000;
 
-/// Requests seen on a `Receive` line and not finished yet, in arrival order.
+/// At most this many time-stats lines wait for their request's `Finish` line; past it the oldest is written alone.
+/// (The scheduler logs them moments before the tokenizer logs the finish.)
+const MAX_PENDING_STATS: usize = 16_384;
+
+/// How many finished request ids are remembered, to notice time stats that come after their `Finish` line.
+const FINISHED_MEMORY: usize = 65_536;
+
+/// The time-stats lines of one request waiting for its `Finish` line: one per stage on a PD pair logging to one
+/// file (`type=prefill`, then `type=decode`), each with its scheduler's rank tags.
+struct PendingStats {
+    rid: String,
+    stages: Vec<(TimeStats, Option<String>)>,
+    /// Time and line of the latest.
+    time: Option<i64>,
+    line: u64,
+}
+
+impl PendingStats {
+    fn apply(&self, row: &mut RequestRow) {
+        let had_output = row.output_tokens.is_some();
+        for (stats, instance) in &self.stages {
+            stats.apply(row, instance.as_deref());
+        }
+        // A prefill server counts the one token it makes; the decode server counts the whole output.
+        let decoded = self.stages.iter().find(|(s, _)| s.role == time_stats::Role::Decode);
+        if let (false, Some((decode, _))) = (had_output, decoded) {
+            row.output_tokens = decode.output_len.or(row.output_tokens);
+        }
+    }
+}
+
+/// Requests seen on a `Receive` line and not finished yet, in arrival order, and time-stats lines not yet joined.
 #[derive(Default)]
 struct OpenRequests {
     open: HashMap<String, RequestRow>,
     order: VecDeque<String>,
+    stats: HashMap<String, PendingStats>,
+    stats_order: VecDeque<String>,
+    finished: HashSet<String>,
+    finished_order: VecDeque<String>,
+    stats_lines: u64,
+    stats_unusable: u64,
 }
 
 impl OpenRequests {
@@ -260,7 +322,9 @@ impl OpenRequests {
             Some(_) => Status::Ok,
             None => Status::Unknown,
         };
-        sink.request(RequestRow {
+        let stats = facts.rid.as_ref().and_then(|rid| self.stats.remove(rid)).or_else(|| self.stats.remove(&id));
+        self.remember_finished(&id);
+        let mut row = RequestRow {
             request_id: id,
             source: SglangLog::ID.to_owned(),
             arrival_time: arrival,
@@ -281,18 +345,104 @@ impl OpenRequests {
             source_file: Some(ctx.source_file.to_owned()),
             source_line: Some(line),
             ..RequestRow::default()
-        })
+        };
+        if let Some(pending) = stats {
+            pending.apply(&mut row);
+        }
+        sink.request(row)
     }
 
-    /// Writes the requests that never finished in the log, in arrival order, with status `unknown`.
-    fn flush_all(&mut self, sink: &mut dyn Sink) -> Result<(), DatasetError> {
-        while let Some(rid) = self.order.pop_front() {
-            if let Some(row) = self.open.remove(&rid) {
-                sink.request(row)?;
+    fn remember_finished(&mut self, id: &str) {
+        if self.finished.insert(id.to_owned()) {
+            self.finished_order.push_back(id.to_owned());
+        }
+        while self.finished_order.len() > FINISHED_MEMORY {
+            if let Some(old) = self.finished_order.pop_front() {
+                self.finished.remove(&old);
+            }
+        }
+    }
+
+    /// Holds a time-stats line until its request's `Finish` line, which the tokenizer writes just after.
+    fn time_stats(
+        &mut self,
+        stats: TimeStats,
+        time: Option<i64>,
+        instance: Option<&str>,
+        line: u64,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<(), DatasetError> {
+        self.stats_lines += 1;
+        self.stats_unusable += u64::from(!stats.usable);
+        if self.finished.contains(&stats.rid) {
+            sink.diagnostic(Diagnostic::new(
+                line,
+                DiagnosticKind::Inconsistent,
+                "time stats logged after their request's Finish line were not joined to it",
+            ));
+            return Ok(());
+        }
+        let rid = stats.rid.clone();
+        let stage = (stats, instance.map(str::to_owned));
+        match self.stats.get_mut(&rid) {
+            Some(pending) if pending.stages.len() < 8 => {
+                pending.stages.push(stage);
+                (pending.time, pending.line) = (time.or(pending.time), line);
+            }
+            Some(_) => sink.diagnostic(Diagnostic::new(
+                line,
+                DiagnosticKind::Inconsistent,
+                "more than 8 time-stats lines for one request: this one was not joined",
+            )),
+            None => {
+                self.stats.insert(rid.clone(), PendingStats { rid: rid.clone(), stages: vec![stage], time, line });
+                self.stats_order.push_back(rid);
+            }
+        }
+        while self.stats.len() > MAX_PENDING_STATS {
+            let Some(oldest) = self.stats_order.pop_front() else { break };
+            if let Some(pending) = self.stats.remove(&oldest) {
+                sink.request(standalone(pending, ctx))?;
             }
         }
         Ok(())
     }
+
+    /// Writes the requests that never finished in the log, in arrival order, with status `unknown`, then the
+    /// time stats of requests whose `Finish` line is not in this file (request logging off, or on stdout).
+    fn flush_all(&mut self, ctx: &ParseContext<'_>, sink: &mut dyn Sink) -> Result<(), DatasetError> {
+        while let Some(rid) = self.order.pop_front() {
+            if let Some(mut row) = self.open.remove(&rid) {
+                if let Some(pending) = self.stats.remove(&rid) {
+                    pending.apply(&mut row);
+                }
+                sink.request(row)?;
+            }
+        }
+        while let Some(rid) = self.stats_order.pop_front() {
+            if let Some(pending) = self.stats.remove(&rid) {
+                sink.request(standalone(pending, ctx))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The row of a request known only from its time-stats line: status `unknown` (the line does not say how the
+/// request ended), completion at the line's time unless the wall-clock entry time places it exactly.
+fn standalone(pending: PendingStats, ctx: &ParseContext<'_>) -> RequestRow {
+    let mut row = RequestRow {
+        request_id: pending.rid.clone(),
+        source: SglangLog::ID.to_owned(),
+        status: Status::Unknown,
+        source_file: Some(ctx.source_file.to_owned()),
+        source_line: Some(pending.line),
+        ..RequestRow::default()
+    };
+    pending.apply(&mut row);
+    row.completion_time = row.completion_time.or(pending.time);
+    row
 }
 
 /// Turns envelope times into UTC instants.
