@@ -182,3 +182,13 @@ fn time_stats_join_their_finish_line_and_old_durations_are_withheld() {
     assert_eq!(t2.completion_time, Some(utc(2025, 7, 2, 10, 15, 3)));
     assert_eq!((t2.input_tokens, t2.output_tokens, t2.source_line), (Some(8), Some(2), Some(5)));
 }
+
+#[test]
+fn access_lines_are_counted_by_endpoint_and_status_without_their_query() {
+    let log = "[2025-09-03 18:33:18] INFO:     127.0.0.1:51234 - \"POST /generate HTTP/1.1\" 200 OK\n\
+[2025-09-03 18:33:19] INFO:     10.0.0.2:40000 - \"GET /health?token=CANARY HTTP/1.1\" 503 Service Unavailable\n\
+[2025-09-03 18:33:20] INFO:     127.0.0.1:51235 - \"POST /generate HTTP/1.1\" 200 OK\n";
+    let (sink, report) = parse(log, ParseOptions::default(), None);
+    assert_eq!(sink.diagnostics, []);
+    assert_eq!(report.details["http_responses"], serde_json::json!({"GET /health 503": 1, "POST /generate 200": 2}));
+}

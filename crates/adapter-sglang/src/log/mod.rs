@@ -4,7 +4,8 @@
 //! canonical samples, with `instance` the rank tags (`DP1 TP0`) so data-parallel ranks stay apart; [`requests`]
 //! reads request logs into one row per request, joining `Receive` and `Finish` on the `rid` (a request received
 //! and never finished is written at the end with status `unknown`). Other SGLang records are recognised and not
-//! used; lines without an envelope (tracebacks, other programs, the `#` header of corpus excerpts) are
+//! used, except uvicorn access lines, counted by endpoint and status in `details.http_responses` (they name no
+//! request, so they are not joined to rows); lines without an envelope (tracebacks, other programs, the `#` header of corpus excerpts) are
 //! `not-a-record` diagnostics.
 //!
 //! Times are the host's local time: `--utc-offset` applies. Before 0.3.4 the envelope has no date: the date of the
@@ -92,6 +93,7 @@ impl Adapter for SglangLog {
         let mut clock = Clock::new(ctx);
         let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
         let mut open = OpenRequests::default();
+        let mut http: BTreeMap<String, u64> = BTreeMap::new();
         while let Some((line_no, bytes)) = lines.next_bytes()? {
             let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
             if line.trim_ascii().is_empty() {
@@ -132,6 +134,10 @@ impl Adapter for SglangLog {
                         sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what));
                     }
                 }
+                continue;
+            }
+            if let Some(key) = access(message) {
+                *http.entry(key).or_default() += 1;
                 continue;
             }
             if let Some(stats) = time_stats::parse(message) {
@@ -187,6 +193,9 @@ impl Adapter for SglangLog {
         }
         open.flush_all(ctx, sink)?;
         let mut details = BTreeMap::new();
+        if !http.is_empty() {
+            details.insert("http_responses".to_owned(), serde_json::json!(http));
+        }
         if open.stats_lines > 0 {
             details.insert("req_time_stats_lines".to_owned(), open.stats_lines.into());
             details.insert("req_time_stats_unusable".to_owned(), open.stats_unusable.into());
@@ -207,6 +216,17 @@ impl Adapter for SglangLog {
             details,
         })
     }
+}
+
+static ACCESS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r#"^INFO: +\S+ - "(?P<method>[A-Z]+) (?P<path>[^ ?"]*)\S* HTTP/[0-9.]+" (?P<status>\d{3})\b"#)
+        .expect("valid regex")
+});
+
+/// `METHOD path status` of a uvicorn access line (the query string dropped: it can carry request content).
+fn access(message: &str) -> Option<String> {
+    let c = ACCESS.captures(message)?;
+    Some(format!("{} {} {}", &c["method"], &c["path"], &c["status"]))
 }
 
 /// At most this many received-but-unfinished requests are held; past it the oldest is written early.
