@@ -1,0 +1,24 @@
+//! infertrace adapters for NVIDIA Dynamo and the benchmark clients that drive it.
+//!
+//! - [`DynamoRequestTrace`] (`dynamo-request-trace`): `dynamo.request.trace.v1` JSONL, one row per request.
+//! - [`DynamoLog`] (`dynamo-log`): Dynamo logs, readable text and JSONL: request lifecycle and router decisions.
+//! - [`DynamoKvEvents`] (`dynamo-kv-events`): router KV events and the legacy hit-rate event.
+//! - [`DynamoMetrics`] (`dynamo-metrics`): Prometheus scrapes of the frontend, router, component and KVBM metrics.
+//! - [`Aiperf`] (`aiperf`): AIPerf `profile_export.jsonl` per-request records, every schema generation.
+//! - [`GenaiPerf`] (`genai-perf`): GenAI-Perf / perf_analyzer `profile_export.json`.
+//!
+//! Worker and instance ids are unsigned 64-bit and never pass through `f64`.
+
+mod aiperf;
+mod genai_perf;
+mod kv_events;
+mod log;
+mod prometheus;
+mod request_trace;
+
+pub use aiperf::Aiperf;
+pub use genai_perf::GenaiPerf;
+pub use kv_events::DynamoKvEvents;
+pub use log::DynamoLog;
+pub use prometheus::DynamoMetrics;
+pub use request_trace::DynamoRequestTrace;
