@@ -10,6 +10,7 @@
 //! Worker and instance ids are unsigned 64-bit and never pass through `f64`.
 
 mod aiperf;
+pub mod generate;
 mod genai_perf;
 mod kv_events;
 mod log;

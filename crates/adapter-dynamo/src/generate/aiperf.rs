@@ -1,0 +1,1 @@
+//! Synthetic `aiperf` inputs (to be written).

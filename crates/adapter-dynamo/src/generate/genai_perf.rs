@@ -1,0 +1,1 @@
+//! Synthetic `genai_perf` inputs (to be written).

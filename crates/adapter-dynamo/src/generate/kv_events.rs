@@ -1,0 +1,1 @@
+//! Synthetic `kv_events` inputs (to be written).

@@ -1,0 +1,1 @@
+//! Synthetic `log` inputs (to be written).

@@ -1,0 +1,1 @@
+//! Synthetic `metrics` inputs (to be written).

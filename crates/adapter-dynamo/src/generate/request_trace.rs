@@ -1,0 +1,1 @@
+//! Synthetic `request_trace` inputs (to be written).
