@@ -130,7 +130,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out.write_all(summary::render_table(INPUT_HEADERS, &rows, INPUT_COUNTS_FROM).as_bytes())?;
             writeln!(out, "wrote {}", report.output.display())?;
             out.flush()?;
-            let lines = summary::diagnostics_lines(&report.manifest);
+            let mut lines = summary::skipped_lines(&report.manifest);
+            lines.extend(summary::diagnostics_lines(&report.manifest));
             for line in &lines {
                 eprintln!("warning: {line}");
             }

@@ -3,13 +3,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result, bail};
 use indicatif::ProgressBar;
 use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{Adapter, Diagnostic, DiagnosticKind, Input, ParseContext, ParseOptions, Sink};
 use infertrace_schema::{
     Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, InputEntry, Manifest,
-    Producer, RequestRow, RowCounts, SCHEMA_VERSION,
+    Producer, RequestRow, RowCounts, SCHEMA_VERSION, SkippedInput,
 };
 
 use crate::paths::{InputFile, collect_inputs};
@@ -48,8 +48,10 @@ impl NormalizeReport {
 
 /// Normalizes `options.inputs` into the dataset `options.output`.
 ///
-/// Fails (and leaves no dataset behind) when an input cannot be read or its format is unknown, or when the output
-/// cannot be written. Content problems are diagnostics in the manifest, not failures.
+/// Fails (and leaves no dataset behind) when an input cannot be read, a named input's format is unknown, nothing
+/// at all was recognised, or the output cannot be written. A file found in an input directory that no adapter
+/// recognises (a README, a sidecar) is skipped and listed in the manifest's `skipped`. Content problems are
+/// diagnostics in the manifest, not failures.
 pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<NormalizeReport> {
     let files = collect_inputs(&options.inputs, &options.output)?;
     progress.set_length(files.iter().map(|f| f.bytes).sum());
@@ -59,9 +61,23 @@ pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<N
         other => anyhow::Error::new(other).context(format!("cannot write output {}", options.output.display())),
     })?;
     let mut entries = Vec::with_capacity(files.len());
+    let mut skipped = Vec::new();
     for file in &files {
         progress.set_message(file.display.clone());
-        entries.push(normalize_file(file, options, &mut writer, progress)?);
+        match normalize_file(file, options, &mut writer, progress)? {
+            Outcome::Read(entry) => entries.push(entry),
+            Outcome::Skipped(reason) => {
+                progress.inc(file.bytes);
+                skipped.push(SkippedInput { path: file.display.clone(), reason })
+            }
+        }
+    }
+    if entries.is_empty() {
+        bail!(
+            "no adapter recognises any input ({} files skipped); pass --format with one of: {}",
+            skipped.len(),
+            registry::ids()
+        );
     }
     let manifest = Manifest {
         schema_version: SCHEMA_VERSION,
@@ -72,6 +88,7 @@ pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<N
             start: format_rfc3339(options.parse.start_ns),
         },
         inputs: entries,
+        skipped,
         rows: RowCounts::default(),
     };
     let manifest =
@@ -80,25 +97,35 @@ pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<N
     Ok(NormalizeReport { manifest, output: options.output.clone() })
 }
 
+/// What became of one input file.
+enum Outcome {
+    Read(InputEntry),
+    /// A file of an input directory no adapter claims, and why.
+    Skipped(String),
+}
+
 fn normalize_file(
     file: &InputFile,
     options: &NormalizeOptions,
     writer: &mut DatasetWriter,
     progress: &ProgressBar,
-) -> Result<InputEntry> {
+) -> Result<Outcome> {
     let read_error = || format!("cannot read input {}", file.display);
     let ticker = progress.clone();
     let mut input = Input::open(&file.path, Some(Arc::new(move |n| ticker.inc(n)))).with_context(read_error)?;
-    let adapter = match options.format {
-        Some(adapter) => adapter,
-        None => registry::detect(input.head()).map_err(|e| match e {
-            DetectError::Unknown => {
-                anyhow!("no adapter recognises input {}; pass --format with one of: {}", file.display, registry::ids())
-            }
-            DetectError::Ambiguous(ids) => {
-                anyhow!("input {} matches several formats ({}); pass --format to choose", file.display, ids.join(", "))
-            }
-        })?,
+    let adapter = match (options.format, registry::detect(input.head())) {
+        (Some(adapter), _) => adapter,
+        (None, Ok(adapter)) => adapter,
+        (None, Err(DetectError::Unknown)) if file.in_directory => return Ok(Outcome::Skipped("unrecognised".into())),
+        (None, Err(DetectError::Ambiguous(ids))) if file.in_directory => {
+            return Ok(Outcome::Skipped(format!("ambiguous: {}", ids.join(", "))));
+        }
+        (None, Err(DetectError::Unknown)) => {
+            bail!("no adapter recognises input {}; pass --format with one of: {}", file.display, registry::ids())
+        }
+        (None, Err(DetectError::Ambiguous(ids))) => {
+            bail!("input {} matches several formats ({}); pass --format to choose", file.display, ids.join(", "))
+        }
     };
     let ctx = ParseContext { source_file: &file.display, options: &options.parse, modified: file.modified };
     let mut sink = DatasetSink { writer, records: RowCounts::default(), diagnostics: DiagnosticSummary::default() };
@@ -111,7 +138,7 @@ fn normalize_file(
     let (records, diagnostics) = (sink.records, sink.diagnostics);
     let compression = input.compression();
     let digest = input.finish().with_context(read_error)?;
-    Ok(InputEntry {
+    Ok(Outcome::Read(InputEntry {
         path: file.display.clone(),
         bytes: digest.bytes,
         sha256: digest.sha256,
@@ -124,7 +151,7 @@ fn normalize_file(
         records,
         diagnostics,
         details: report.details,
-    })
+    }))
 }
 
 /// Forwards an adapter's rows to the dataset, filling derivable durations, and tallies its diagnostics.

@@ -17,6 +17,9 @@ pub struct InputFile {
     pub bytes: u64,
     /// Its modification time in UTC nanoseconds, for formats whose times lack a year or are missing.
     pub modified: Option<i64>,
+    /// Found by walking a directory given on the command line (rather than named): such a file may be skipped
+    /// when no adapter recognises it.
+    pub in_directory: bool,
 }
 
 fn modified(metadata: &fs::Metadata) -> Option<i64> {
@@ -44,6 +47,7 @@ pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFil
                 display: display_path(input, input),
                 bytes: metadata.len(),
                 modified: modified(&metadata),
+                in_directory: false,
             });
         }
     }
@@ -71,6 +75,7 @@ fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> 
                 path,
                 bytes: metadata.len(),
                 modified: modified(&metadata),
+                in_directory: true,
             });
         }
     }

@@ -83,6 +83,21 @@ pub fn diagnostics_lines(manifest: &Manifest) -> Vec<String> {
     lines
 }
 
+/// One line per skipped file of an input directory (at most ten, then how many more).
+pub fn skipped_lines(manifest: &Manifest) -> Vec<String> {
+    let mut lines: Vec<String> = manifest
+        .skipped
+        .iter()
+        .take(10)
+        .map(|s| format!("skipped {} ({}); pass --format to read it", s.path, s.reason))
+        .collect();
+    if manifest.skipped.len() > 10 {
+        lines
+            .push(format!("skipped {} more files; the manifest lists them", count(manifest.skipped.len() as u64 - 10)));
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

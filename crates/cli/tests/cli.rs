@@ -65,6 +65,40 @@ fn unknown_format_names_the_file_and_the_candidates() {
 }
 
 #[test]
+fn unrecognised_files_of_a_directory_are_skipped_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = dir.path().join("in");
+    fs::create_dir_all(inputs.join("sub")).unwrap();
+    fs::copy("../../testdata/mooncake/dynamo-replay/mooncake.jsonl", inputs.join("sub/trace.jsonl")).unwrap();
+    fs::write(inputs.join("sub/trace.jsonl.url"), "https://example.com/trace\n").unwrap();
+    fs::write(inputs.join("README"), "notes about the run\n").unwrap();
+    let out = dir.path().join("ds");
+    let output = infertrace(&["normalize", path(&inputs), "-o", path(&out)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let warnings = stderr(&output);
+    assert!(warnings.contains("skipped in/README (unrecognised); pass --format to read it"), "{warnings}");
+    assert!(warnings.contains("skipped in/sub/trace.jsonl.url (unrecognised)"), "{warnings}");
+    let manifest: serde_json::Value = serde_json::from_slice(&fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["skipped"],
+        serde_json::json!([
+            {"path": "in/README", "reason": "unrecognised"},
+            {"path": "in/sub/trace.jsonl.url", "reason": "unrecognised"}
+        ])
+    );
+    assert_eq!(manifest["inputs"].as_array().unwrap().len(), 1);
+
+    // A directory with nothing recognisable is an error, and a named unrecognised file is never skipped.
+    let empty = dir.path().join("notes");
+    fs::create_dir_all(&empty).unwrap();
+    fs::write(empty.join("a.txt"), "hello\n").unwrap();
+    let output = infertrace(&["normalize", path(&empty), "-o", path(&dir.path().join("ds2"))]);
+    assert_error(&output, &["no adapter recognises any input", "1 files skipped"]);
+    let output = infertrace(&["normalize", path(&empty.join("a.txt")), "-o", path(&dir.path().join("ds3"))]);
+    assert_error(&output, &["a.txt", "--format"]);
+}
+
+#[test]
 fn a_missing_input_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let output = infertrace(&["normalize", "no/such/trace.jsonl", "-o", path(&dir.path().join("ds"))]);

@@ -28,7 +28,7 @@ pub use dataset::{
 pub use kind::{ColumnKind, Dict, F64, TIME_ZONE, Time, U16, U32, U64, U64List, Utf8};
 pub use manifest::{
     Assumptions, DiagnosticSample, DiagnosticSummary, InputEntry, KindSummary, MANIFEST_FIELDS, Manifest, Producer,
-    RowCounts, YearAssumption, YearSource,
+    RowCounts, SkippedInput, YearAssumption, YearSource,
 };
 pub use table::{ColumnDoc, Table, TableBuilder};
 pub use tables::{

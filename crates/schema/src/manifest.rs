@@ -20,8 +20,21 @@ pub struct Manifest {
     pub assumptions: Assumptions,
     /// One entry per input file, in processing order.
     pub inputs: Vec<InputEntry>,
+    /// Files found in an input directory that no adapter recognised, in walk order (named files never are:
+    /// an unrecognised named file is an error).
+    #[serde(default)]
+    pub skipped: Vec<SkippedInput>,
     /// Rows per table in the whole dataset.
     pub rows: RowCounts,
+}
+
+/// A file of an input directory that was not normalized.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedInput {
+    /// Its path, as `inputs[].path` would have recorded it.
+    pub path: String,
+    /// Why: `unrecognised` (no adapter claims it) or `ambiguous: a, b` (several claim it equally).
+    pub reason: String,
 }
 
 /// The program that wrote a dataset.
@@ -203,6 +216,8 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
         "inputs[].details.<key>",
         "Format-specific facts about the whole input, such as a benchmark run's summary (`vllm-bench`).",
     ),
+    ("skipped[].path", "A file of an input directory that no adapter recognised (named files must be recognised)."),
+    ("skipped[].reason", "`unrecognised`, or `ambiguous: <format ids>`; pass `--format` to read it."),
     ("rows.requests", "Rows of `requests.parquet`."),
     ("rows.samples", "Rows of `samples.parquet`."),
     ("rows.cache_events", "Rows of `cache_events.parquet`."),

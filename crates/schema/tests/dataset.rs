@@ -25,6 +25,7 @@ fn manifest() -> Manifest {
             start: "1970-01-01T00:00:00Z".into(),
         },
         inputs: vec![],
+        skipped: vec![],
         rows: RowCounts::default(),
     }
 }
