@@ -2,6 +2,7 @@
 
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
+use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
 use infertrace_adapter_traces::{AzureLlm, Mooncake};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
@@ -20,6 +21,12 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &SglangMetrics,
     &SglangKvEvents,
     &SglangBench,
+    &DynamoRequestTrace,
+    &DynamoLog,
+    &DynamoKvEvents,
+    &DynamoMetrics,
+    &Aiperf,
+    &GenaiPerf,
 ];
 
 /// Values of `--format`: `auto` or one adapter id.
@@ -62,6 +69,23 @@ pub enum FormatArg {
     /// SGLang bench_serving result JSONL.
     #[value(name = "sglang-bench")]
     SglangBench,
+    /// Dynamo request trace (dynamo.request.trace.v1).
+    #[value(name = "dynamo-request-trace")]
+    DynamoRequestTrace,
+    /// Dynamo log, text or JSONL.
+    #[value(name = "dynamo-log")]
+    DynamoLog,
+    /// Dynamo router KV events.
+    #[value(name = "dynamo-kv-events")]
+    DynamoKvEvents,
+    /// Dynamo Prometheus /metrics scrapes.
+    #[value(name = "dynamo-metrics")]
+    DynamoMetrics,
+    /// AIPerf profile export.
+    Aiperf,
+    /// GenAI-Perf profile export.
+    #[value(name = "genai-perf")]
+    GenaiPerf,
 }
 
 impl FormatArg {

@@ -221,7 +221,13 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "sglang-request-metrics",
             "sglang-metrics",
             "sglang-kv-events",
-            "sglang-bench"
+            "sglang-bench",
+            "dynamo-request-trace",
+            "dynamo-log",
+            "dynamo-kv-events",
+            "dynamo-metrics",
+            "aiperf",
+            "genai-perf"
         ]
     );
 
