@@ -138,6 +138,9 @@ const METADATA_SIGNATURE: &[&str] =
 /// tool rewrote the record).
 const RECORD_FIRST_KEYS: &[&str] = &["metadata", "metrics", "error", "trace_data"];
 
+/// First keys of a summary JSON: the pre-0.2 `records` object, then 0.2+ provenance.
+const SUMMARY_FIRST_KEYS: &[&str] = &["records", "schema_version", "aiperf_version", "benchmark_id"];
+
 /// Starts of AIPerf's summary CSV header: 0.13 (`sum` fourth) and the early layout (`p1` fourth, `p5` fifth).
 const CSV_HEADERS: &[&str] = &["Metric,avg,min,max,sum,p1,", "Metric,avg,min,max,p1,p5,"];
 
@@ -216,7 +219,11 @@ impl Kind {
         let text = text.trim_start_matches('\u{feff}').trim_start();
         if text.starts_with('{') {
             match first_key(text) {
-                Some(key) if !RECORD_FIRST_KEYS.contains(&key) => Kind::SummaryJson,
+                Some(key) if RECORD_FIRST_KEYS.contains(&key) => Kind::Records,
+                Some(key) if SUMMARY_FIRST_KEYS.contains(&key) || text.contains("\"aiperf_version\"") => {
+                    Kind::SummaryJson
+                }
+                // Anything else is read as records, so that each foreign line is a diagnostic of its own.
                 _ => Kind::Records,
             }
         } else if text.starts_with("Metric,") {
@@ -630,7 +637,15 @@ struct Pending {
 
 impl Pending {
     fn new(first_line: u64) -> Self {
-        Self { first_line, text: String::new(), depth: 0, in_string: false, escaped: false, too_long: false, broken: false }
+        Self {
+            first_line,
+            text: String::new(),
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            too_long: false,
+            broken: false,
+        }
     }
 
     /// Adds a line; returns whether the record is complete.
@@ -663,7 +678,11 @@ impl Pending {
     }
 }
 
-fn parse_records(input: &mut dyn BufRead, ctx: &ParseContext<'_>, sink: &mut dyn Sink) -> Result<ParseReport, ParseError> {
+fn parse_records(
+    input: &mut dyn BufRead,
+    ctx: &ParseContext<'_>,
+    sink: &mut dyn Sink,
+) -> Result<ParseReport, ParseError> {
     let mut lines = LineReader::new(input);
     let mut stats = RecordStats::default();
     let stem = ctx.source_stem().to_owned();
@@ -727,13 +746,13 @@ fn metadata_int(metadata: &Map<String, Value>, key: &str) -> Result<Option<i64>,
     }
 }
 
-/// Nanoseconds per unit of a time unit as AIPerf spells them.
-fn nanos_per(unit: &str) -> Option<f64> {
+/// How many of a time unit, as AIPerf spells them, make a second.
+fn per_second(unit: &str) -> Option<f64> {
     match unit {
-        "ns" => Some(1.0),
-        "us" | "µs" => Some(1e3),
-        "ms" => Some(1e6),
-        "sec" | "s" => Some(1e9),
+        "ns" => Some(1e9),
+        "us" | "µs" => Some(1e6),
+        "ms" => Some(1e3),
+        "sec" | "s" => Some(1.0),
         _ => None,
     }
 }
@@ -742,6 +761,8 @@ fn nanos_per(unit: &str) -> Option<f64> {
 #[derive(Debug, Default)]
 struct Converted {
     nanos: [Option<i64>; Tag::ALL.len()],
+    /// Durations in seconds, divided from the written value (not from rounded nanoseconds).
+    seconds: [Option<f64>; Tag::ALL.len()],
     tokens: [Option<u32>; Tag::ALL.len()],
     assumed_units: Vec<&'static str>,
 }
@@ -751,7 +772,7 @@ impl Converted {
         self.nanos.get(tag.index()).copied().flatten()
     }
     fn seconds(&self, tag: Tag) -> Option<f64> {
-        self.nanos(tag).map(|n| n as f64 / 1e9)
+        self.seconds.get(tag.index()).copied().flatten()
     }
     fn tokens(&self, tag: Tag) -> Option<u32> {
         self.tokens.get(tag.index()).copied().flatten()
@@ -784,7 +805,9 @@ fn convert(metrics: &Metrics, line: u64, sink: &mut dyn Sink) -> Converted {
         };
         match tag.measure() {
             Measure::Tokens => {
-                let tokens = value.as_u64().or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64));
+                let tokens = value
+                    .as_u64()
+                    .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64));
                 match tokens.and_then(|n| u32::try_from(n).ok()) {
                     Some(n) => out.tokens[tag.index()] = Some(n),
                     None => invalid(sink, "is not a token count"),
@@ -792,14 +815,14 @@ fn convert(metrics: &Metrics, line: u64, sink: &mut dyn Sink) -> Converted {
             }
             Measure::Duration | Measure::Instant => {
                 let assumed = if tag.measure() == Measure::Duration { "ms" } else { "ns" };
-                let factor = match unit {
-                    Some(unit) => nanos_per(unit),
+                let divisor = match unit {
+                    Some(unit) => per_second(unit),
                     None => {
                         out.assumed_units.push(tag.name());
-                        nanos_per(assumed)
+                        per_second(assumed)
                     }
                 };
-                let Some(factor) = factor else {
+                let Some(divisor) = divisor else {
                     invalid(sink, "has a unit that is not a time unit");
                     continue;
                 };
@@ -809,12 +832,15 @@ fn convert(metrics: &Metrics, line: u64, sink: &mut dyn Sink) -> Converted {
                     Some(n) if exact => Some(n),
                     _ => value
                         .as_f64()
-                        .map(|v| (v * factor).round())
+                        .map(|v| (v * (1e9 / divisor)).round())
                         .filter(|ns| ns.is_finite() && *ns >= i64::MIN as f64 && *ns < i64::MAX as f64)
                         .map(|ns| ns as i64),
                 };
                 match nanos {
-                    Some(n) if tag.measure() == Measure::Instant || n >= 0 => out.nanos[tag.index()] = Some(n),
+                    Some(n) if tag.measure() == Measure::Instant || n >= 0 => {
+                        out.nanos[tag.index()] = Some(n);
+                        out.seconds[tag.index()] = value.as_f64().map(|v| v / divisor);
+                    }
                     _ => invalid(sink, "is out of range"),
                 }
             }
@@ -1000,9 +1026,7 @@ fn is_metric_key(key: &str) -> bool {
 
 /// A unit worth copying (`ms`, `tokens/sec/user`, `%`).
 fn is_unit(unit: &str) -> bool {
-    !unit.is_empty()
-        && unit.len() <= 32
-        && unit.bytes().all(|b| b.is_ascii_alphanumeric() || b"/%_ .-".contains(&b))
+    !unit.is_empty() && unit.len() <= 32 && unit.bytes().all(|b| b.is_ascii_alphanumeric() || b"/%_ .-".contains(&b))
 }
 
 /// One summary metric block: its unit and kept statistics. Nested values are skipped unread.
@@ -1127,7 +1151,8 @@ impl<'de> Deserialize<'de> for SummaryDoc {
                                 if let Some(code) = details.code.filter(Value::is_u64) {
                                     entry.insert("code".to_owned(), code);
                                 }
-                                if let Some(name) = details.kind.as_ref().and_then(Value::as_str).and_then(exception_name)
+                                if let Some(name) =
+                                    details.kind.as_ref().and_then(Value::as_str).and_then(exception_name)
                                 {
                                     entry.insert("type".to_owned(), Value::from(name));
                                 }
@@ -1221,13 +1246,7 @@ fn parse_summary_json(input: &mut dyn BufRead, sink: &mut dyn Sink) -> Result<Pa
             sink.diagnostic(Diagnostic::new(line, DiagnosticKind::MalformedJson, json::error_message(&e)));
         }
     }
-    Ok(ParseReport {
-        format_version,
-        clock_domain: ClockDomain::Utc,
-        year: None,
-        lines: reader.lines(),
-        details,
-    })
+    Ok(ParseReport { format_version, clock_domain: ClockDomain::Utc, year: None, lines: reader.lines(), details })
 }
 
 /// Splits one CSV record (Python's `csv` quoting: `"…"` with `""` for a quote). `None` for an unclosed quote.
@@ -1453,7 +1472,9 @@ mod tests {
     #[test]
     fn outcomes_from_error_and_cancellation() {
         let md = |phase: &str, extra: &str| {
-            format!(r#""metadata":{{"x_request_id":"r","request_start_ns":1,"request_end_ns":2,"benchmark_phase":"{phase}"{extra}}}"#)
+            format!(
+                r#""metadata":{{"x_request_id":"r","request_start_ns":1,"request_end_ns":2,"benchmark_phase":"{phase}"{extra}}}"#
+            )
         };
         let cases: &[(String, Status, Option<u16>, Option<&str>)] = &[
             (format!("{{{},\"metrics\":{{}}}}", md("profiling", "")), Status::Ok, None, None),
@@ -1511,7 +1532,10 @@ mod tests {
         let r = &sink.requests[0];
         assert_eq!(r.arrival_time, Some(1_759_522_419_158_355_424));
         assert_eq!(r.first_token_time, Some(1_759_522_422_498_855_424));
-        assert_eq!((r.last_token_time, r.completion_time), (Some(1_759_522_427_372_557_760), Some(1_759_522_427_372_557_760)));
+        assert_eq!(
+            (r.last_token_time, r.completion_time),
+            (Some(1_759_522_427_372_557_760), Some(1_759_522_427_372_557_760))
+        );
         assert_eq!((r.input_tokens, r.output_tokens, r.ttft_s), (Some(550), Some(193), Some(3.3405)));
     }
 
@@ -1548,7 +1572,10 @@ mod tests {
         let (sink, report) = parse("dir/fit.jsonl", text);
         let r = &sink.requests[0];
         assert_eq!((r.request_id.as_str(), r.session_id.as_deref()), ("x", Some("child")));
-        assert_eq!((r.first_token_time, r.ttft_s, r.workload_class), (Some(1_100_000_000), Some(0.1), Some(WorkloadClass::Agent)));
+        assert_eq!(
+            (r.first_token_time, r.ttft_s, r.workload_class),
+            (Some(1_100_000_000), Some(0.1), Some(WorkloadClass::Agent))
+        );
         let r = &sink.requests[1];
         assert_eq!((r.request_id.as_str(), r.e2e_s, r.input_tokens, r.output_tokens), ("fit:2", None, None, None));
         assert_eq!(
@@ -1564,7 +1591,10 @@ mod tests {
         );
         assert_eq!(report.details["ids_from_request_id"], 1);
         assert_eq!(report.details["ids_from_line"], 1);
-        assert_eq!(report.details["agentic"], serde_json::json!({"requests": 1, "subagent_requests": 1, "max_agent_depth": 1}));
+        assert_eq!(
+            report.details["agentic"],
+            serde_json::json!({"requests": 1, "subagent_requests": 1, "max_agent_depth": 1})
+        );
         assert!(!format!("{:?}", sink.diagnostics).contains("CANARY"));
     }
 
@@ -1612,7 +1642,10 @@ mod tests {
                 "request_throughput": {"unit": "requests/sec", "avg": 1.45},
             })
         );
-        assert_eq!(report.details["warmup_summary"], serde_json::json!({"request_latency": {"unit": "ms", "avg": 7.0}}));
+        assert_eq!(
+            report.details["warmup_summary"],
+            serde_json::json!({"request_latency": {"unit": "ms", "avg": 7.0}})
+        );
         assert_eq!(report.details["errors"], serde_json::json!([{"code": 500, "type": "ServerError", "count": 3}]));
         assert_eq!(report.details["run"]["aiperf_version"], "0.13.0");
         assert_eq!(report.details["run"]["was_cancelled"], false);
@@ -1626,7 +1659,11 @@ mod tests {
         let (sink, report) = parse("profile_export_aiperf.csv", text);
         assert_eq!(
             kinds(&sink),
-            [(3, DiagnosticKind::MalformedCsv), (9, DiagnosticKind::NotARecord), (11, DiagnosticKind::UnrecognizedLine)]
+            [
+                (3, DiagnosticKind::MalformedCsv),
+                (9, DiagnosticKind::NotARecord),
+                (11, DiagnosticKind::UnrecognizedLine)
+            ]
         );
         assert_eq!(report.format_version.as_deref(), Some("summary-csv"));
         assert_eq!(
@@ -1647,7 +1684,10 @@ mod tests {
             (br#"{"metadata":{"session_num":0,"x_request_id":"a"},"metrics":{}}"#, Some(Confidence::High)),
             (b"{\n  \"metadata\": {\n    \"x_request_id\": \"a\"", Some(Confidence::High)),
             (br#"{"metadata":{"other":1}}"#, Some(Confidence::Low)),
-            (b"{\n  \"records\": {\n    \"ttft\": {\n      \"tag\": \"ttft\",\n      \"header\": \"T\"", Some(Confidence::High)),
+            (
+                b"{\n  \"records\": {\n    \"ttft\": {\n      \"tag\": \"ttft\",\n      \"header\": \"T\"",
+                Some(Confidence::High),
+            ),
             (b"{\n  \"schema_version\": \"1.4\",\n  \"aiperf_version\": \"0.13.0\"", Some(Confidence::High)),
             (b"Metric,avg,min,max,p1,p5,p25,p50,p75,p90,p95,p99,std\n", Some(Confidence::High)),
             (b"Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n", Some(Confidence::High)),
