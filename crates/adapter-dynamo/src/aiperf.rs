@@ -23,8 +23,8 @@
 //!
 //! AIPerf writes one record per line; its documentation shows them pretty-printed, one object over many lines.
 //! Both are read: a line that is only `{` opens a multi-line record, which ends where its braces balance (strings
-//! and escapes respected) and may be at most 16 MiB; any other line is one record. So a cut JSONL line costs that
-//! line only, never the rest of the file. Each record is deserialized key by key: `payload`, `responses` contents,
+//! and escapes respected) and may be at most 16 MiB, or where an unindented `{` starts the next one (a cut
+//! record); any other line is one record. So a cut record costs itself only, never the rest of the file. Each record is deserialized key by key: `payload`, `responses` contents,
 //! `trace_data` (but its status code), error messages and list-valued metrics (`inter_chunk_latency`) are skipped
 //! unread, so memory follows the largest record, not the file.
 //!
@@ -52,7 +52,10 @@
 //!   which several live sessions may replay); `turn` = `turn_index`. Agentic runs (0.13+) also write
 //!   `agent_depth`, `parent_correlation_id` and `root_correlation_id` (the session tree); the schema has no column for
 //!   the tree, so a request that belongs to one (depth ≥ 1, a parent, or a root other than its own session) gets
-//!   `workload_class` `agent`, and `details.agentic` counts sub-agent requests and the deepest level.
+//!   `workload_class` `agent`, and `details.agentic` counts such requests, the sub-agent ones and the deepest level.
+//!   A root session whose root id is its own session id is not marked: that it has children shows only later.
+//!   Integer metadata (times, `turn_index`, `agent_depth`) written otherwise than as a JSON integer is an
+//!   `invalid-value` diagnostic and left empty.
 //! - Outcome: `error` null or absent is `ok`; `was_cancelled`, an error of type `RequestCancellationError` or code
 //!   499 (client closed) is `aborted`; an error type containing `Timeout` is `timeout`; any other error is
 //!   `error`. `http_status` = `error.code`, else `trace_data.response_status_code`, else the raw record's
@@ -102,6 +105,10 @@
 //! a CSV section with another header (GPU telemetry) is one `unrecognized-line` diagnostic and
 //! `details.skipped_csv_rows` counts its rows. Keys and units are kept only if they look like AIPerf's (short,
 //! ASCII), so a foreign file cannot carry text into the manifest.
+//!
+//! `parse` reads the same head as `detect` to choose: a first JSON key `records`, `schema_version`,
+//! `aiperf_version` or `benchmark_id` (or `aiperf_version` anywhere in the head) is a summary JSON, a first line
+//! `Metric,…` a summary CSV, anything else records (so each foreign line is a diagnostic of its own).
 //!
 //! Detection: a JSON object whose first key is `metadata` and whose head holds an AIPerf metadata key; a JSON
 //! object with `schema_version` and `aiperf_version`, or whose first key is `records` holding `tag` and `header`;
@@ -689,6 +696,18 @@ fn parse_records(
     let mut pending: Option<Pending> = None;
     while let Some((line_no, bytes)) = lines.next_bytes()? {
         let text = utf8_line(line_no, bytes, sink);
+        // Pretty-printed records indent everything inside them: an unindented `{` while one is open starts the
+        // next record, so a record cut short costs only itself.
+        if bytes.first() == Some(&b'{')
+            && let Some(p) = pending.take_if(|p| p.depth > 0)
+            && !p.broken
+        {
+            sink.diagnostic(Diagnostic::new(
+                p.first_line,
+                DiagnosticKind::MalformedRecord,
+                "a multi-line record is cut short by the next record",
+            ));
+        }
         if let Some(p) = pending.as_mut() {
             let complete = match text {
                 Some(line) => p.push(line),
@@ -1541,10 +1560,30 @@ mod tests {
 
     #[test]
     fn pretty_printed_records_and_broken_ones() {
-        let text = "{\n  \"metadata\": {\"x_request_id\": \"p1\", \"request_start_ns\": 1000, \"benchmark_phase\": \"profiling\"},\n  \"metrics\": {\n    \"time_to_first_token\": {\"value\": 2, \"unit\": \"ms\"},\n    \"time_to_first_token\": {\"value\": 9, \"unit\": \"ms\"},\n    \"x\": {\"value\": \"}{\", \"unit\": \"ms\"}\n  },\n  \"error\": null\n}\n{\"metadata\": {\"x_request_id\": \"cut\"\nnot json\n{\n  \"metadata\": {\n";
+        let text = concat!(
+            "{\n  \"metadata\": {\"x_request_id\": \"p1\", \"request_start_ns\": 1000, \"benchmark_phase\": \"profiling\"},\n",
+            "  \"metrics\": {\n",
+            "    \"time_to_first_token\": {\"value\": 2, \"unit\": \"ms\"},\n",
+            "    \"time_to_first_token\": {\"value\": 9, \"unit\": \"ms\"},\n",
+            "    \"x\": {\"value\": \"}{\", \"unit\": \"ms\"}\n",
+            "  },\n",
+            "  \"error\": null\n",
+            "}\n",
+            "{\"metadata\": {\"x_request_id\": \"cut\"\n",
+            "not json\n",
+            "{\n",
+            "  \"metadata\": {\n",
+            "{\"metadata\": {\"x_request_id\": \"after a cut record\"}}\n",
+            "{\n",
+            "  \"metadata\": {\n",
+        );
         let (sink, report) = parse("p.jsonl", text);
-        assert_eq!(report.lines, 13);
-        assert_eq!(sink.requests.len(), 1);
+        assert_eq!(report.lines, 16);
+        assert_eq!(sink.requests.len(), 2);
+        assert_eq!(
+            (sink.requests[1].request_id.as_str(), sink.requests[1].source_line),
+            ("after a cut record", Some(14))
+        );
         let r = &sink.requests[0];
         // The first of the two `time_to_first_token` is kept: 1000 ns + 2 ms.
         assert_eq!((r.request_id.as_str(), r.first_token_time, r.source_line), ("p1", Some(2_001_000), Some(9)));
@@ -1555,6 +1594,7 @@ mod tests {
                 (10, DiagnosticKind::MalformedJson),
                 (11, DiagnosticKind::MalformedJson),
                 (12, DiagnosticKind::MalformedRecord),
+                (15, DiagnosticKind::MalformedRecord),
             ]
         );
     }
