@@ -4,7 +4,8 @@
 //! - [`DynamoLog`] (`dynamo-log`): Dynamo logs, readable text and JSONL: request lifecycle and router decisions.
 //! - [`DynamoKvEvents`] (`dynamo-kv-events`): router KV events and the legacy hit-rate event.
 //! - [`DynamoMetrics`] (`dynamo-metrics`): Prometheus scrapes of the frontend, router, component and KVBM metrics.
-//! - [`Aiperf`] (`aiperf`): AIPerf `profile_export.jsonl` per-request records, every schema generation.
+//! - [`Aiperf`] (`aiperf`): AIPerf `profile_export.jsonl` per-request records, every schema generation (raw records
+//!   too), and the `profile_export_aiperf.json` / `.csv` summaries (manifest details, no rows).
 //! - [`GenaiPerf`] (`genai-perf`): GenAI-Perf / perf_analyzer `profile_export.json`.
 //!
 //! Worker and instance ids are unsigned 64-bit and never pass through `f64`.
