@@ -88,6 +88,34 @@ fn azure_2023_traces_have_every_request_to_the_microsecond() {
 }
 
 #[test]
+fn a_dynamo_request_trace_and_the_aiperf_export_of_the_same_run_share_request_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = common::run(&[input("dynamo/same-run")], &dir.path().join("ds"));
+    let formats: Vec<&str> = report.manifest.inputs.iter().map(|i| i.format.as_str()).collect();
+    assert_eq!(formats, ["dynamo-request-trace", "aiperf"]);
+    let dataset = Dataset::open(&report.output).unwrap();
+    let ids = dataset.requests.column_by_name(request::REQUEST_ID).unwrap().as_string::<i32>();
+    let first_tokens =
+        dataset.requests.column_by_name(request::FIRST_TOKEN_TIME).unwrap().as_primitive::<TimestampNanosecondType>();
+    let rows: Vec<(&str, Option<i64>)> = ids.iter().map(|id| id.unwrap()).zip(first_tokens.iter()).collect();
+    // The three x_request_ids of the fixture, server rows first, then client rows. Both sides put the first token
+    // at the same instant for the completed requests: Dynamo's ttft_ms (100 ms) + transfer (25 ms) after the
+    // frontend received the request, and AIPerf's TTFT (126.5 ms) after it sent it, 1.5 ms earlier.
+    let ids = [
+        "7609a2e7-aa53-4ab1-98f4-f35ecafefd25",
+        "c35e4b1b-6775-4750-b875-94cd68e5ec15",
+        "5b0e77aa-b305-423f-88d5-c00da1892599",
+    ];
+    let server: Vec<&str> = rows[..3].iter().map(|r| r.0).collect();
+    let client: Vec<&str> = rows[3..].iter().map(|r| r.0).collect();
+    assert_eq!((server, client), (ids.to_vec(), ids.to_vec()));
+    let t0 = 1_767_225_600_000_000_000; // 2026-01-01T00:00:00Z
+    assert_eq!((rows[0].1, rows[3].1), (Some(t0 + 125_000_000), Some(t0 + 125_000_000)));
+    // 90 ms + 80 ms + 20 ms; 88.5 ms + 101.5 ms.
+    assert_eq!((rows[2].1, rows[5].1), (Some(t0 + 190_000_000), Some(t0 + 190_000_000)));
+}
+
+#[test]
 fn same_inputs_give_byte_identical_datasets() {
     let dir = tempfile::tempdir().unwrap();
     let inputs = common::valid_inputs();
