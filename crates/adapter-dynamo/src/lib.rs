@@ -3,10 +3,12 @@
 //! - [`DynamoRequestTrace`] (`dynamo-request-trace`): `dynamo.request.trace.v1` JSONL, one row per request.
 //! - [`DynamoLog`] (`dynamo-log`): Dynamo logs, readable text and JSONL: request lifecycle and router decisions.
 //! - [`DynamoKvEvents`] (`dynamo-kv-events`): router KV events and the legacy hit-rate event.
-//! - [`DynamoMetrics`] (`dynamo-metrics`): Prometheus scrapes of the frontend, router, component and KVBM metrics.
+//! - [`DynamoMetrics`] (`dynamo-metrics`): Prometheus scrapes of the frontend, worker component, KV-stats and KVBM
+//!   metrics.
 //! - [`Aiperf`] (`aiperf`): AIPerf `profile_export.jsonl` per-request records, every schema generation (raw records
 //!   too), and the `profile_export_aiperf.json` / `.csv` summaries (manifest details, no rows).
-//! - [`GenaiPerf`] (`genai-perf`): GenAI-Perf / perf_analyzer `profile_export.json`.
+//! - [`GenaiPerf`] (`genai-perf`): GenAI-Perf / perf_analyzer `profile_export.json` (one row per request) and the
+//!   GenAI-Perf summary JSON and CSV.
 //!
 //! Worker and instance ids are unsigned 64-bit and never pass through `f64`.
 

@@ -31,12 +31,15 @@ metrics! {
     REQUESTS_RUNNING = "requests_running", "requests", "Requests in the running batch.";
     REQUESTS_WAITING = "requests_waiting", "requests", "Requests queued, waiting to be scheduled.";
     REQUESTS_SWAPPED = "requests_swapped", "requests", "Requests preempted and swapped out to host memory.";
+    REQUESTS_INFLIGHT = "requests_inflight", "requests", "Requests accepted and not yet finished (queued or running), as a frontend, router or request handler counts them.";
     KV_CACHE_USAGE = "kv_cache_usage", "fraction", "Fraction (0..1) of accelerator KV-cache blocks in use.";
     CPU_KV_CACHE_USAGE = "cpu_kv_cache_usage", "fraction", "Fraction (0..1) of host KV-cache blocks in use.";
     REQUESTS_DEFERRED = "requests_deferred", "requests", "Waiting requests the scheduler skipped this step (vLLM `Deferred`).";
     PREEMPTIONS = "preemptions", "requests", "Requests preempted during the logging interval.";
     PREFIX_CACHE_HIT_RATE = "prefix_cache_hit_rate", "fraction", "Fraction (0..1) of prompt tokens found in the accelerator prefix cache over the engine's window (vLLM V1: the last ~1,000 requests).";
     CPU_PREFIX_CACHE_HIT_RATE = "cpu_prefix_cache_hit_rate", "fraction", "Fraction (0..1) of prompt tokens found in the host (CPU) prefix cache.";
+    DISK_PREFIX_CACHE_HIT_RATE = "disk_prefix_cache_hit_rate", "fraction", "Fraction (0..1) of looked-up KV blocks found in the local disk tier (Dynamo KVBM G3) over the engine's window.";
+    REMOTE_PREFIX_CACHE_HIT_RATE = "remote_prefix_cache_hit_rate", "fraction", "Fraction (0..1) of looked-up KV blocks found in a remote or object-storage tier (Dynamo KVBM G4) over the engine's window.";
     EXTERNAL_PREFIX_CACHE_HIT_RATE = "external_prefix_cache_hit_rate", "fraction", "Fraction (0..1) of prompt tokens served by an external KV connector (LMCache, NIXL, …).";
     MM_CACHE_HIT_RATE = "mm_cache_hit_rate", "fraction", "Fraction (0..1) of multimodal encoder inputs found in the multimodal cache.";
     KV_FETCH_WAITING = "kv_fetch_waiting", "requests", "Requests whose external KV fetch has not started.";
