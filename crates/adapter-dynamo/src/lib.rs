@@ -10,8 +10,8 @@
 //! Worker and instance ids are unsigned 64-bit and never pass through `f64`.
 
 mod aiperf;
-mod genai_perf;
 pub mod generate;
+mod genai_perf;
 mod kv_events;
 mod log;
 mod prometheus;
