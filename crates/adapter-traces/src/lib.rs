@@ -3,8 +3,11 @@
 //! Production traces are the workloads the product exists to replay: they carry arrivals, token counts and (for
 //! some) chained prefix-block hashes, but no engine timings. Each format here is one [`Adapter`] with its own id:
 //!
-//! - [`Mooncake`] (`mooncake`): the Mooncake/Kimi FAST'25 and arXiv traces, and the same JSONL with `request_id` and
-//!   `session_id` as Dynamo and AIPerf replay it.
+//! - [`Mooncake`] (`mooncake`): the Mooncake/Kimi FAST'25 and arXiv traces, the same JSONL with `request_id` and
+//!   `session_id` as Dynamo and AIPerf replay it, and Dynamo's agentic variants (`agentic_mooncake` v2 and legacy,
+//!   `applied_compute_agentic`), sessions kept in `session_id`/`turn`.
+//! - [`MooncakeDelta`] (`mooncake-delta`): Mooncake lines whose later session rows carry only the new input, as
+//!   Dynamo's replay reads them; never detected (the lines are Mooncake's), chosen with `--format`.
 //! - [`AzureLlm`] (`azure-llm`): the Azure LLM inference CSV traces of 2023 and 2024, and the 2025 multimodal one.
 //!
 //! Traces record no outcome, so `status` is `unknown`; they record no ids, so ids are `<file stem>:<line>`.
@@ -13,10 +16,11 @@
 //! [`Adapter`]: infertrace_adapter::Adapter
 
 mod azure;
+pub mod generate;
 mod mooncake;
 
 pub use azure::AzureLlm;
-pub use mooncake::Mooncake;
+pub use mooncake::{Mooncake, MooncakeDelta};
 
 /// The first line of `head`, which may be cut short when the line is longer than the head.
 fn first_line(head: &[u8]) -> &[u8] {

@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 
 use infertrace_adapter::testing::mutate;
 use infertrace_adapter::{Adapter, CollectSink, ParseContext, ParseOptions};
-use infertrace_adapter_traces::{AzureLlm, Mooncake};
+use infertrace_adapter_traces::generate::{
+    write_agentic_legacy, write_agentic_v2, write_applied_compute, write_mooncake,
+};
+use infertrace_adapter_traces::{AzureLlm, Mooncake, MooncakeDelta};
 use proptest::prelude::*;
 
 const MOONCAKE: &str = r#"{"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 2353, 2354]}"#;
@@ -29,6 +32,10 @@ fn check(adapter: &dyn Adapter, bytes: &[u8], skip_header: bool) -> Result<(), T
         if blank {
             continue;
         }
+        if is_agentic_header(line) {
+            // The agentic Mooncake header line holds settings, not a request.
+            continue;
+        }
         if !header_seen {
             // The first non-blank line of a CSV is its header (or reported as missing).
             header_seen = true;
@@ -44,7 +51,43 @@ fn check(adapter: &dyn Adapter, bytes: &[u8], skip_header: bool) -> Result<(), T
     Ok(())
 }
 
+/// Whether `line` is a `dynamo.agentic_mooncake` header, which the Mooncake adapter reads as settings.
+fn is_agentic_header(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| v.get("schema").and_then(|s| s.as_str().map(|s| s == "dynamo.agentic_mooncake")))
+        .unwrap_or(false)
+}
+
+/// A small input of every Mooncake variant, by index.
+fn variant(index: u8) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    match index % 5 {
+        0 | 1 => write_mooncake(&mut bytes, 2, 2, index % 5 == 1, 1),
+        2 => write_agentic_v2(&mut bytes, 1, 4, 1),
+        3 => write_agentic_legacy(&mut bytes, 2, 2, 1),
+        _ => write_applied_compute(&mut bytes, 2, 1),
+    }
+    .unwrap();
+    bytes
+}
+
 proptest! {
+    #[test]
+    fn mooncake_variants_mutated(
+        index in 0u8..5,
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..8),
+    ) {
+        let bytes = mutate(variant(index), &edits);
+        check(&Mooncake, &bytes, false)?;
+        check(&MooncakeDelta, &bytes, false)?;
+    }
+
+    #[test]
+    fn mooncake_delta_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        check(&MooncakeDelta, &bytes, false)?;
+    }
+
     #[test]
     fn mooncake_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         check(&Mooncake, &bytes, false)?;

@@ -1,0 +1,158 @@
+//! One line of any Mooncake variant, as a borrowing superset of the variants' keys.
+//!
+//! Every field is optional, so that a missing one is reported by name rather than as a parse failure, and so that
+//! one struct reads every variant: the file's variant decides which fields are used. Unknown keys (`group_id`,
+//! `routing_constraints`, `request_kind`, `branches`, `prefix_reset`, `source_play_ordinal`, …) are ignored.
+//! Token ids (`output_token_ids`) and tool events are counted while parsing and never stored.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+
+/// One line. The aliases are the ones Dynamo's `MooncakeRow` accepts.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Record<'a> {
+    // The agentic v2 header line.
+    #[serde(borrow)]
+    pub(super) schema: Option<Cow<'a, str>>,
+    pub(super) version: Option<u64>,
+    pub(super) block_size: Option<u64>,
+    #[serde(borrow)]
+    pub(super) hash_id_scope: Option<Cow<'a, str>>,
+
+    // Mooncake rows (every variant but applied_compute_agentic).
+    #[serde(alias = "created_time")]
+    pub(super) timestamp: Option<f64>,
+    #[serde(alias = "input_tokens")]
+    pub(super) input_length: Option<u64>,
+    #[serde(alias = "output_tokens")]
+    pub(super) output_length: Option<u64>,
+    pub(super) output_token_ids: Option<Count>,
+    pub(super) hash_ids: Option<Vec<u64>>,
+    #[serde(borrow)]
+    pub(super) request_id: Option<Id<'a>>,
+    #[serde(borrow)]
+    pub(super) session_id: Option<Id<'a>>,
+    #[serde(alias = "delay_ms")]
+    pub(super) delay: Option<f64>,
+    pub(super) priority: Option<IgnoredAny>,
+    pub(super) strict_priority: Option<IgnoredAny>,
+    pub(super) policy_class: Option<IgnoredAny>,
+
+    // Agentic Mooncake v2 rows.
+    #[serde(borrow)]
+    pub(super) play_id: Option<Id<'a>>,
+    #[serde(borrow)]
+    pub(super) model: Option<Cow<'a, str>>,
+    pub(super) not_before_ms: Option<f64>,
+    pub(super) recorded_api_time_ms: Option<f64>,
+    #[serde(borrow)]
+    pub(super) dependencies: Option<Vec<Dependency<'a>>>,
+
+    // Legacy (headerless) agentic rows.
+    #[serde(borrow)]
+    pub(super) wait_for: Option<Vec<Id<'a>>>,
+    pub(super) tool_wait_ms: Option<f64>,
+    pub(super) tool_events: Option<Count>,
+
+    // Applied Compute agentic sessions.
+    pub(super) num_turns: Option<u64>,
+    pub(super) input_prompt_length: Option<u64>,
+    pub(super) assistant_response_length: Option<Vec<u64>>,
+    pub(super) tool_call_output_length: Option<Vec<u64>>,
+    pub(super) tool_call_latency: Option<Vec<f64>>,
+    pub(super) final_assistant_response_length: Option<u64>,
+}
+
+impl Record<'_> {
+    /// Whether the line carries a key only the legacy agentic rows have.
+    pub(super) fn has_agentic_keys(&self) -> bool {
+        self.wait_for.is_some() || self.tool_wait_ms.is_some() || self.tool_events.is_some()
+    }
+
+    /// Whether the line carries a key only Applied Compute sessions have.
+    pub(super) fn has_applied_compute_keys(&self) -> bool {
+        self.num_turns.is_some() || self.input_prompt_length.is_some() || self.assistant_response_length.is_some()
+    }
+}
+
+/// One entry of a v2 row's `dependencies`.
+#[derive(Debug, Deserialize)]
+pub(super) struct Dependency<'a> {
+    #[serde(borrow)]
+    pub(super) request_id: Option<Id<'a>>,
+    #[serde(borrow)]
+    pub(super) trigger: Option<Cow<'a, str>>,
+    pub(super) delay_ms: Option<f64>,
+    #[serde(borrow)]
+    pub(super) relation: Option<Cow<'a, str>>,
+}
+
+/// Ids are strings in Dynamo's fixtures but may be numbers elsewhere (u64, never through f64).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Id<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Number(u64),
+}
+
+impl Id<'_> {
+    pub(super) fn into_string(self) -> String {
+        match self {
+            Id::Text(text) => text.into_owned(),
+            Id::Number(n) => n.to_string(),
+        }
+    }
+
+    pub(super) fn to_key(&self) -> Cow<'_, str> {
+        match self {
+            Id::Text(text) => Cow::Borrowed(text),
+            Id::Number(n) => Cow::Owned(n.to_string()),
+        }
+    }
+}
+
+/// The length of a JSON array whose elements are skipped unread (token ids, tool events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Count(pub u64);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Counter;
+        impl<'de> Visitor<'de> for Counter {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        deserializer.deserialize_seq(Counter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_and_counts() {
+        let r: Record<'_> = serde_json::from_str(
+            r#"{"input_tokens":5,"output_tokens":2,"created_time":1.5,"delay_ms":3,
+                "output_token_ids":[9,8,7],"tool_events":[{"a":1},{}],"group_id":4,"priority":-1}"#,
+        )
+        .unwrap();
+        assert_eq!((r.input_length, r.output_length, r.timestamp, r.delay), (Some(5), Some(2), Some(1.5), Some(3.0)));
+        assert_eq!((r.output_token_ids, r.tool_events), (Some(Count(3)), Some(Count(2))));
+        assert!(r.priority.is_some() && r.has_agentic_keys() && !r.has_applied_compute_keys());
+        let both = serde_json::from_str::<Record<'_>>(r#"{"delay":1,"delay_ms":2}"#);
+        assert!(both.is_err(), "an alias and its field together are a duplicate key, as in Dynamo");
+    }
+}
