@@ -4,12 +4,13 @@ use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
-use infertrace_adapter_traces::{AzureLlm, Mooncake};
+use infertrace_adapter_traces::{AzureLlm, Mooncake, MooncakeDelta};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
 /// Every adapter, in the order `infertrace formats` lists them.
 pub static ADAPTERS: &[&dyn Adapter] = &[
     &Mooncake,
+    &MooncakeDelta,
     &AzureLlm,
     &VllmLog,
     &VllmBench,
@@ -36,6 +37,9 @@ pub enum FormatArg {
     Auto,
     /// Mooncake/Kimi JSONL trace.
     Mooncake,
+    /// Dynamo mooncake-delta trace (never detected: choose it).
+    #[value(name = "mooncake-delta")]
+    MooncakeDelta,
     /// Azure LLM inference CSV trace.
     #[value(name = "azure-llm")]
     AzureLlm,

@@ -211,6 +211,7 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
         ids,
         [
             "mooncake",
+            "mooncake-delta",
             "azure-llm",
             "vllm-log",
             "vllm-bench",
