@@ -36,7 +36,7 @@
 //!
 //! `instance`: a series with a `worker_id` label is that worker, written as the id string exactly as scraped (a
 //! u64 that never passes through a float) with ` dp<rank>` appended when `dp_rank` is present
-//! (`7587888160958627596 dp1`); otherwise a series with `dynamo_component` is the endpoint address
+//! (`7587888160958627596/dp1`); otherwise a series with `dynamo_component` is the endpoint address
 //! `<dynamo_namespace>/<dynamo_component>/<dynamo_endpoint>` (absent parts left out, ` dp<rank>` appended);
 //! otherwise a frontend series is `frontend`, followed by its `model` label when it has one (`frontend
 //! qwen/qwen3-0.6b`), so the series of a frontend serving several models stay apart; KVBM series have none.
@@ -133,7 +133,7 @@ fn frontend_suffix(name: &str) -> Option<&str> {
 
 /// The instance of a series: its worker, else its component endpoint, else the frontend (and model).
 fn instance(sample: &SampleLine<'_>) -> Option<String> {
-    let dp = sample.label("dp_rank").map(|rank| format!(" dp{rank}")).unwrap_or_default();
+    let dp = sample.label("dp_rank").map(|rank| format!("/dp{rank}")).unwrap_or_default();
     if let Some(worker) = sample.label("worker_id") {
         return Some(format!("{worker}{dp}"));
     }
@@ -261,7 +261,7 @@ vllm:num_requests_running{engine=\"0\"} 1
                 (t0, None, metrics::DISK_PREFIX_CACHE_HIT_RATE, 0.125),
                 (t0, None, metrics::EXTERNAL_PREFIX_CACHE_HITS_TOTAL, 4096.0),
                 (t0, Some("dynamo/backend"), metrics::KV_CACHE_USAGE, 0.25),
-                (t0, Some("7587888160958627596 dp1"), metrics::PENDING_TOKENS, 512.0),
+                (t0, Some("7587888160958627596/dp1"), metrics::PENDING_TOKENS, 512.0),
                 (t0, Some("dynamo/backend/generate"), metrics::REQUESTS_INFLIGHT, 2.0),
                 (t0, Some("frontend a"), metrics::REQUESTS_INFLIGHT, 3.0),
                 (t0, Some("frontend b"), metrics::REQUESTS_INFLIGHT, 1.0),

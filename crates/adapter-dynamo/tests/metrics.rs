@@ -34,7 +34,7 @@ fn generated_scrapes_parse_completely() {
     let instances: BTreeSet<_> = sink.samples.iter().filter_map(|s| s.instance.as_deref()).collect();
     // One frontend, three workers with two ranks each, three components.
     assert_eq!(instances.len(), 1 + 6 + 3, "{instances:?}");
-    assert!(instances.contains("7587888160958627598 dp1"));
+    assert!(instances.contains("7587888160958627598/dp1"));
     assert_eq!(
         report.details["unmapped_series"],
         serde_json::json!(["dynamo_frontend_requests_total", "kvbm_offload_blocks_d2h"])
