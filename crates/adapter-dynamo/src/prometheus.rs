@@ -35,9 +35,9 @@
 //! passed through on a worker port.
 //!
 //! `instance`: a series with a `worker_id` label is that worker, written as the id string exactly as scraped (a
-//! u64 that never passes through a float) with ` dp<rank>` appended when `dp_rank` is present
+//! u64 that never passes through a float) with `/dp<rank>` appended when `dp_rank` is present
 //! (`7587888160958627596/dp1`); otherwise a series with `dynamo_component` is the endpoint address
-//! `<dynamo_namespace>/<dynamo_component>/<dynamo_endpoint>` (absent parts left out, ` dp<rank>` appended);
+//! `<dynamo_namespace>/<dynamo_component>/<dynamo_endpoint>` (absent parts left out, `/dp<rank>` appended);
 //! otherwise a frontend series is `frontend`, followed by its `model` label when it has one (`frontend
 //! qwen/qwen3-0.6b`), so the series of a frontend serving several models stay apart; KVBM series have none.
 //!
