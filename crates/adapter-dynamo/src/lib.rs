@@ -1,7 +1,8 @@
 //! infertrace adapters for NVIDIA Dynamo and the benchmark clients that drive it.
 //!
 //! - [`DynamoRequestTrace`] (`dynamo-request-trace`): `dynamo.request.trace.v1` JSONL, one row per request.
-//! - [`DynamoLog`] (`dynamo-log`): Dynamo logs, readable text and JSONL: request lifecycle and router decisions.
+//! - [`DynamoLog`] (`dynamo-log`): Dynamo logs, readable text and JSONL (≤0.3 SDK to 1.6): request lifecycles to
+//!   `requests`, router decisions to `cache_events` lookups.
 //! - [`DynamoKvEvents`] (`dynamo-kv-events`): router KV events and the legacy hit-rate event.
 //! - [`DynamoMetrics`] (`dynamo-metrics`): Prometheus scrapes of the frontend, worker component, KV-stats and KVBM
 //!   metrics.

@@ -1,0 +1,359 @@
+//! `dynamo-log`: NVIDIA Dynamo logs, readable text and JSONL, from the ≤0.3 Python SDK to 1.6: request lifecycles
+//! to `requests`, router decisions to `cache_events` lookups.
+//!
+//! Two stages, as in every adapter: [`line`] turns one record into a typed, borrowing [`line::Line`] (its doc comment
+//! has the literal router wording of every generation); [`events`] folds records into rows. This module holds the
+//! adapter and the reassembly of physical lines into records.
+//!
+//! # Records
+//!
+//! ```text
+//! readable  <UTC µs>Z  INFO [span:]… target: message k=v …      (≤0.3 SDK: milliseconds; DYN_LOG_USE_LOCAL_TZ: +hh:mm)
+//! JSONL     {"time":"<UTC µs>Z","level":"INFO","file":…,"line":…,"target":…,"message":…,<fields, flattened>}
+//! ```
+//!
+//! ANSI colour codes (on by default, even in files) are removed. A record starts when the ANSI-stripped line matches
+//! `^\d{4}-\d\d-\d\dT\S+(Z|[+-]\d\d:\d\d)\s+(TRACE|DEBUG|INFO|WARN|ERROR)\b` (plus Python's `WARNING`/`CRITICAL`,
+//! which Dynamo's vLLM formatter writes in the same layout) or starts with `{`; a following line that starts neither
+//! a record nor another program's output (vLLM's `INFO 04-01 …`, `(EngineCore pid=…)`, SGLang's `[2026-…`, TRT-LLM's
+//! `[10/07/2026-…]`, tracebacks, indented lines, `#` comments) is a piece of a record torn by writers sharing a pipe,
+//! and is appended to it without a delimiter (then colour codes are removed again, as a code can be torn too).
+//! Records of other programs are `not-a-record` diagnostics, one per line, even when frequent (an engine's own lines
+//! in a worker's log): the manifest counts them by kind. A harness's `<ts> - sflow.task.<name> - <LEVEL> - <n>: `
+//! wrapper is removed first.
+//!
+//! Readable lines repeat keys (`request_id`, `model`: the event's field, then the enclosing span's): the first
+//! occurrence wins, and every `request_id` value is used to join (the two can differ: the first is the lifecycle id
+//! the router also logs, the second the HTTP span's). JSONL numbers are read exactly (ids above 2^53 as `u64`).
+//!
+//! # Requests
+//!
+//! One row per request, folded from every record that names it by `request_id` (or `x_dynamo_request_id`),
+//! `x_request_id` or `trace_id`:
+//!
+//! - frontend `request received` → `arrival_time`;
+//! - frontend `request completed` (`status`, `error_type`, `elapsed_ms`, then the `http-request` span fields) →
+//!   `completion_time` = arrival + `elapsed_ms` (else the line's time), `e2e_s` = `elapsed_ms`, `status` (`success` →
+//!   ok, `cancelled` → aborted, `error` → error with `error` = `error_type`, or timeout for `response_timeout`);
+//!   the row is written;
+//! - frontend `request cancelled` → status aborted (the row waits for `request completed`);
+//! - `http-request` span fields, on any record of the span (the end of the readable `request completed`,
+//!   `SPAN_CLOSED`): `ttft_ms` → `ttft_s` and `first_token_time` = arrival + ttft, `avg_itl_ms` → `tpot_s`,
+//!   `input_tokens`, `output_tokens`, `prefill_worker_id` → `prefill_instance`, `decode_worker_id` →
+//!   `decode_instance`, `model`;
+//! - `http-request` `SPAN_CREATED` / `SPAN_FIRST_ENTRY` / `SPAN_CLOSED` (readable `new` / `close`) → arrival (span
+//!   start; for a close, `time` − `time.duration_us`, or busy + idle) when no `request received`, completion (close
+//!   time); the close writes the row;
+//! - worker `request received` / `request completed` and `handle_payload` span events (`component`, `instance_id`)
+//!   → `prefill_instance` (component `prefill`) or `decode_instance` (any other); with both legs,
+//!   `prefill_end_time` = prefill leg's end and `decode_start_time` = decode leg's start; a worker-only log's row
+//!   gets its arrival and completion from the legs;
+//! - `route request completed/cancelled/failed` → status when no frontend status (the last attempt's outcome wins;
+//!   all are counted in `details.route_outcomes`);
+//! - ≤0.3 SDK `Prefilling remotely for request <id> with length <n>` / `Dequeued prefill request: <id>` →
+//!   `input_tokens`, the decode and prefill legs' start.
+//!
+//! `instance` is the decode instance (else the prefill one). Worker ids are written as decimal `u64` strings
+//! (`"7587888160958627596"`); on `cache_events` rows, whose lines give a data-parallel rank, `" dp<r>"` is appended
+//! whenever the rank is logged, `dp0` included (`"7587888160958627596 dp0"`).
+//!
+//! # Router decisions
+//!
+//! Every `Selected worker` line (all wordings), `Selected pinned worker` and `[ROUTING] Best` line is one decision:
+//! a `cache_events` row of kind `lookup`, tier `gpu`, `instance` = chosen worker, `hit_blocks` = its cached (device)
+//! blocks, `blocks` = prompt blocks (only `[ROUTING] Best` logs them; `total blocks`/`total_kv_blocks` is the
+//! worker's capacity and is not used), `request_id` when the line has one (the request's row id when it is open).
+//! 1.6's per-tier matches become further `lookup` rows of the same decision: tier `cpu` (`host_pinned_blocks`) and
+//! tier `disk` (`disk_blocks`), so a lookup count is a count of `gpu` rows.
+//!
+//! # Decided where the reference is silent
+//!
+//! - The row's `request_id` is the client's `x_request_id` when present (AIPerf sends its own request id as
+//!   `X-Request-ID`, so client and server rows of one run join), else Dynamo's first `request_id`, else the trace id;
+//!   `details.request_id_from` counts which. Lookup rows use the same id when their request is open.
+//! - `Formula for …` lines (one per candidate worker) never make rows: the latest one of the chosen worker gives
+//!   `hit_blocks` to a following `Selected worker` line that lacks them (the ~0.4 `normalized logit` wording), so a
+//!   decision is counted once; they are counted in `details.formula_lines`.
+//! - A `[ROUTING] Best` line and a `Selected worker` line of the same worker (and request, when both say) within two
+//!   seconds of log time are one decision: one row, with `blocks` from the former. Other router modes' `Selected
+//!   worker` (no cache lookup) are counted in `details.selections_without_lookup`.
+//! - `kv_router.route_request` span events are not lookups (they repeat the decision); GET `http-request` spans
+//!   (health, metrics probes) make no rows (`details.non_inference_spans`).
+//! - A request without an end record is written ten minutes of log time after it was first seen (at most 100,000
+//!   are held open; past that the oldest is written early, with a diagnostic), or at the end of the input, with
+//!   status `unknown` unless a cancellation or route outcome was seen. A closed `http-request` span without a
+//!   lifecycle status keeps status `unknown`: a close does not tell success from cancellation.
+//! - Records of an already written request (a `SPAN_CLOSED` after `request completed`) are counted in
+//!   `details.lines_after_request_end`.
+//! - A request record without a usable `time` still joins its request (the PR #7734 example is abridged that way),
+//!   with a `missing-field` diagnostic: its instants are unknown.
+//! - Other Dynamo records (startup, warnings, bridged Python `target: "log"` lines) carry nothing and are skipped
+//!   without a diagnostic; `http response sent` is counted by status in `details.http_responses`.
+
+mod events;
+mod line;
+
+use std::io::BufRead;
+
+use infertrace_adapter::time::parse_datetime;
+use infertrace_adapter::{
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    UtcOffset, utf8_line,
+};
+use infertrace_schema::ClockDomain;
+use serde_json::{Map, Value};
+
+use events::{Folder, Record};
+use line::{Fields, Line};
+
+/// A torn record stops growing at this many bytes.
+const MAX_RECORD: usize = 1 << 20;
+
+/// The Dynamo log adapter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DynamoLog;
+
+impl DynamoLog {
+    /// Format id.
+    pub const ID: &'static str = "dynamo-log";
+}
+
+/// Messages only Dynamo writes.
+const DYNAMO_MESSAGES: &[&str] = &[
+    "SPAN_CREATED",
+    "SPAN_FIRST_ENTRY",
+    "SPAN_CLOSED",
+    "request received",
+    "request completed",
+    "Selected worker",
+    "[ROUTING] Best",
+];
+
+impl Adapter for DynamoLog {
+    fn id(&self) -> &'static str {
+        Self::ID
+    }
+
+    fn description(&self) -> &'static str {
+        "NVIDIA Dynamo log, readable or JSONL, ≤0.3 SDK to 1.6: request lifecycle to requests, router decisions to \
+         cache lookups"
+    }
+
+    fn detect(&self, head: &[u8]) -> Option<Confidence> {
+        let text = String::from_utf8_lossy(head);
+        let mut records = 0;
+        let mut specific = false;
+        for raw in text.lines().take(64) {
+            let clean = line::strip_ansi(line::strip_wrapper(raw));
+            let trimmed = clean.trim_start();
+            if trimmed.starts_with('{') {
+                let keyed = |key: &str| trimmed.contains(&format!("\"{key}\":"));
+                if keyed("level") && keyed("message") && (keyed("target") || keyed("time")) {
+                    records += 1;
+                    specific |= trimmed.contains("\"target\":\"dynamo")
+                        || keyed("log.target")
+                        || keyed("x_dynamo_request_id")
+                        || DYNAMO_MESSAGES.iter().any(|m| trimmed.contains(&format!("\"message\":\"{m}")));
+                } else if keyed("level") && keyed("message") && keyed("request_id") {
+                    // Abridged lifecycle lines (no time, no target).
+                    records += 1;
+                    specific |= DYNAMO_MESSAGES.iter().any(|m| trimmed.contains(&format!("\"message\":\"{m}\"")));
+                }
+            } else if let Some(record) = line::parse_text(&clean) {
+                records += 1;
+                specific |=
+                    record.target.contains("dynamo") || DYNAMO_MESSAGES.iter().any(|m| record.body.starts_with(m));
+            }
+        }
+        match (records, specific) {
+            (0, _) => None,
+            (_, true) => Some(Confidence::High),
+            (_, false) => Some(Confidence::Low),
+        }
+    }
+
+    fn parse(
+        &self,
+        input: &mut dyn BufRead,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<ParseReport, ParseError> {
+        let mut lines = LineReader::new(input);
+        let mut folder = Folder::new(ctx);
+        let mut seen = Seen::default();
+        let mut record = Pending::default();
+        while let Some((line_no, bytes)) = lines.next_bytes()? {
+            let Some(text) = utf8_line(line_no, bytes, sink) else { continue };
+            if text.trim_ascii().is_empty() {
+                continue;
+            }
+            let text = line::strip_wrapper(text);
+            let clean = line::strip_ansi(text);
+            if line::starts_record(&clean) {
+                record.flush(&mut folder, &mut seen, sink)?;
+                record = Pending { text: text.to_owned(), line: line_no, open: true };
+                // A whole JSON record needs no continuation.
+                if clean.trim_start().starts_with('{') && serde_json::from_str::<Value>(clean.trim()).is_ok() {
+                    record.flush(&mut folder, &mut seen, sink)?;
+                }
+            } else if record.open && !line::is_foreign(&clean) {
+                if record.text.len() + text.len() <= MAX_RECORD {
+                    record.text.push_str(text);
+                }
+                seen.continuation_lines += 1;
+            } else {
+                record.flush(&mut folder, &mut seen, sink)?;
+                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not a Dynamo log record"));
+            }
+        }
+        record.flush(&mut folder, &mut seen, sink)?;
+        let mut details = folder.finish(sink)?;
+        if seen.continuation_lines > 0 {
+            details.insert("continuation_lines".to_owned(), serde_json::json!(seen.continuation_lines));
+        }
+        Ok(ParseReport {
+            format_version: seen.version(),
+            clock_domain: ClockDomain::Utc,
+            year: None,
+            lines: lines.lines_read(),
+            details,
+        })
+    }
+}
+
+/// The record being assembled from physical lines.
+#[derive(Debug, Default)]
+struct Pending {
+    text: String,
+    line: u64,
+    open: bool,
+}
+
+impl Pending {
+    fn flush(&mut self, folder: &mut Folder<'_>, seen: &mut Seen, sink: &mut dyn Sink) -> Result<(), ParseError> {
+        if !self.open {
+            return Ok(());
+        }
+        self.open = false;
+        let text = std::mem::take(&mut self.text);
+        let clean = line::strip_ansi(&text);
+        let clean = clean.trim();
+        if clean.starts_with('{') {
+            json_record(clean, self.line, folder, seen, sink)
+        } else {
+            text_record(clean, self.line, folder, seen, sink)
+        }
+    }
+}
+
+/// What kinds of records the input held, for `format_version`.
+#[derive(Debug, Default)]
+struct Seen {
+    readable: u64,
+    readable_ms: u64,
+    json: u64,
+    span_created: u64,
+    span_first_entry: u64,
+    continuation_lines: u64,
+}
+
+impl Seen {
+    fn version(&self) -> Option<String> {
+        let version = match (self.readable > 0, self.json > 0) {
+            (false, false) => return None,
+            (true, true) => "mixed",
+            (true, false) if self.readable_ms == self.readable => "readable-ms-sdk-0.3",
+            (true, false) => "readable",
+            (false, true) if self.span_created > 0 => "jsonl-span-created-2025",
+            (false, true) if self.span_first_entry > 0 => "jsonl-span-first-entry",
+            (false, true) => "jsonl",
+        };
+        Some(version.to_owned())
+    }
+}
+
+/// The instant of a record's time, or `None` with a diagnostic.
+fn instant(text: &str, line: u64, sink: &mut dyn Sink) -> Option<i64> {
+    match parse_datetime(text, UtcOffset::UTC) {
+        Ok(instant) => Some(instant.nanos),
+        Err(e) => {
+            sink.diagnostic(Diagnostic::new(line, DiagnosticKind::InvalidValue, format!("`time`: {e}")));
+            None
+        }
+    }
+}
+
+fn text_record(
+    clean: &str,
+    line_no: u64,
+    folder: &mut Folder<'_>,
+    seen: &mut Seen,
+    sink: &mut dyn Sink,
+) -> Result<(), ParseError> {
+    let Some(record) = line::parse_text(clean) else {
+        sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, "record without `target: message`"));
+        return Ok(());
+    };
+    seen.readable += 1;
+    // Milliseconds: `…:44.118Z`.
+    let fraction = record.time.rsplit_once('.').map(|(_, f)| f.bytes().take_while(u8::is_ascii_digit).count());
+    if fraction == Some(3) {
+        seen.readable_ms += 1;
+    }
+    let time = instant(record.time, line_no, sink);
+    let fields = Fields::Text(record.body);
+    let kind = line::classify(record.body, record.target, record.span, &fields);
+    folder.apply(Record { line: line_no, time, fields, kind }, sink)?;
+    Ok(())
+}
+
+fn json_record(
+    clean: &str,
+    line_no: u64,
+    folder: &mut Folder<'_>,
+    seen: &mut Seen,
+    sink: &mut dyn Sink,
+) -> Result<(), ParseError> {
+    let map: Map<String, Value> = match serde_json::from_str(clean) {
+        Ok(map) => map,
+        Err(e) => {
+            let message = infertrace_adapter::json::error_message(&e);
+            sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message));
+            return Ok(());
+        }
+    };
+    let Some(Value::String(message)) = map.get("message") else {
+        sink.diagnostic(Diagnostic::new(
+            line_no,
+            DiagnosticKind::NotARecord,
+            "JSON without a `message`: not a Dynamo log record",
+        ));
+        return Ok(());
+    };
+    seen.json += 1;
+    match message.as_str() {
+        "SPAN_CREATED" => seen.span_created += 1,
+        "SPAN_FIRST_ENTRY" => seen.span_first_entry += 1,
+        _ => {}
+    }
+    let time = match map.get("time") {
+        Some(Value::String(t)) => instant(t, line_no, sink),
+        Some(_) => {
+            sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::InvalidValue, "`time` is not a string"));
+            None
+        }
+        None => None,
+    };
+    let target = match map.get("target") {
+        Some(Value::String(t)) => t.as_str(),
+        _ => "",
+    };
+    let span = match map.get("span_name") {
+        Some(Value::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let fields = Fields::Json(&map);
+    let kind = if target == "log" { Line::Other } else { line::classify(message, target, span, &fields) };
+    folder.apply(Record { line: line_no, time, fields, kind }, sink)?;
+    Ok(())
+}
