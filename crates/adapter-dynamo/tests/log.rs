@@ -133,14 +133,14 @@ fn readable_frontend_and_router_shape() {
     let (sink, report) = parse(&bytes);
     assert_eq!(diagnostics(&sink), [(13, DiagnosticKind::NotARecord)], "a traceback line");
     assert_eq!(report.details["continuation_lines"], 1, "line 8 is the torn tail of line 7");
-    let w = "7587888160958627596 dp1".to_owned();
+    let w = "7587888160958627596/dp1".to_owned();
     let aiperf = Some("aiperf-req-0001".to_owned());
     assert_eq!(
         lookups(&sink),
         [
             // ~0.5 wording: the line's own `cached blocks: 0` wins over the formula's 5; `total blocks` is capacity.
             ("7587890043311737930".to_owned(), CacheTier::Gpu, Some(0), None, None),
-            ("7042394012839217798 dp0".to_owned(), CacheTier::Gpu, Some(0), None, None),
+            ("7042394012839217798/dp0".to_owned(), CacheTier::Gpu, Some(0), None, None),
             // 1.6 decode selection + `[ROUTING] Best … 17/18`: one decision, three tiers, joined to the request.
             (w.clone(), CacheTier::Gpu, Some(17), Some(18), aiperf.clone()),
             (w.clone(), CacheTier::Cpu, Some(4), Some(18), aiperf.clone()),
@@ -207,12 +207,12 @@ fn jsonl_disaggregated_request_of_1_6_shape() {
     assert_eq!(
         lookups(&sink),
         [
-            ("111 dp0".to_owned(), CacheTier::Gpu, Some(2), None, x.clone()),
-            ("111 dp0".to_owned(), CacheTier::Cpu, Some(1), None, x.clone()),
-            ("111 dp0".to_owned(), CacheTier::Disk, Some(0), None, x.clone()),
-            ("18446744073709551615 dp1".to_owned(), CacheTier::Gpu, None, None, x.clone()),
-            ("18446744073709551615 dp1".to_owned(), CacheTier::Cpu, Some(0), None, x.clone()),
-            ("18446744073709551615 dp1".to_owned(), CacheTier::Disk, Some(3), None, x),
+            ("111/dp0".to_owned(), CacheTier::Gpu, Some(2), None, x.clone()),
+            ("111/dp0".to_owned(), CacheTier::Cpu, Some(1), None, x.clone()),
+            ("111/dp0".to_owned(), CacheTier::Disk, Some(0), None, x.clone()),
+            ("18446744073709551615/dp1".to_owned(), CacheTier::Gpu, None, None, x.clone()),
+            ("18446744073709551615/dp1".to_owned(), CacheTier::Cpu, Some(0), None, x.clone()),
+            ("18446744073709551615/dp1".to_owned(), CacheTier::Disk, Some(3), None, x),
         ]
     );
 }
@@ -244,7 +244,7 @@ fn router_wording_generations() {
             &[
                 "Selected worker: worker_id=9 dp_rank=2, logit: 3.000, cached blocks: 5, tree size: 40, total blocks: 10",
             ],
-            &[("9 dp2", Some(5), None)],
+            &[("9/dp2", Some(5), None)],
         ),
         // A formula does not carry over to the next decision.
         (
@@ -256,13 +256,13 @@ fn router_wording_generations() {
             &[("7", Some(12), None), ("7", None, None)],
         ),
         // An unmatched `[ROUTING] Best` is a decision of its own.
-        (&["[ROUTING] Best: worker_3 dp_rank=0 with 17/18 blocks overlap"], &[("3 dp0", Some(17), Some(18))]),
+        (&["[ROUTING] Best: worker_3 dp_rank=0 with 17/18 blocks overlap"], &[("3/dp0", Some(17), Some(18))]),
         // 1.x pinned: effective 6.60 rounds to 7.
         (
             &[
                 "Selected pinned worker: worker_type=decode, worker_id=44 dp_rank=1, logit: 0.100, effective cached blocks: 6.60",
             ],
-            &[("44 dp1", Some(7), None)],
+            &[("44/dp1", Some(7), None)],
         ),
     ];
     for (lines, expected) in cases {

@@ -640,7 +640,7 @@ impl<'c> Folder<'c> {
     fn emit(&mut self, lookup: PendingLookup, sink: &mut dyn Sink) -> Result<(), DatasetError> {
         let s = &lookup.selection;
         let instance = match s.dp_rank {
-            Some(dp) => format!("{} dp{dp}", s.worker),
+            Some(dp) => format!("{}/dp{dp}", s.worker),
             None => s.worker.to_string(),
         };
         let row = |tier: CacheTier, hit_blocks: Option<u32>, blocks: Option<u32>| CacheEvent {

@@ -54,8 +54,8 @@
 //!   `input_tokens`, the decode and prefill legs' start.
 //!
 //! `instance` is the decode instance (else the prefill one). Worker ids are written as decimal `u64` strings
-//! (`"7587888160958627596"`); on `cache_events` rows, whose lines give a data-parallel rank, `" dp<r>"` is appended
-//! whenever the rank is logged, `dp0` included (`"7587888160958627596 dp0"`).
+//! (`"7587888160958627596"`); on `cache_events` rows, whose lines give a data-parallel rank, `"/dp<r>"` is appended
+//! whenever the rank is logged, `dp0` included (`"7587888160958627596/dp0"`).
 //!
 //! # Router decisions
 //!

@@ -38,6 +38,15 @@ impl VllmLog {
     pub const ID: &'static str = "vllm-log";
 }
 
+/// A Dynamo (Rust `tracing` compact) record: `<ISO time>  LEVEL target: message`, as opposed to vLLM's own
+/// `LEVEL MM-DD HH:MM:SS` header (which a docker timestamp may precede).
+static DYNAMO_RECORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"^\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d) +(?:TRACE|DEBUG|INFO|WARN|ERROR) +[A-Za-z_][\w.:]*: ",
+    )
+    .expect("valid regex")
+});
+
 impl Adapter for VllmLog {
     fn id(&self) -> &'static str {
         Self::ID
@@ -51,8 +60,10 @@ impl Adapter for VllmLog {
         let text = String::from_utf8_lossy(head);
         let mut records = 0;
         let mut vllm_specific = false;
+        let mut dynamo_records = 0;
         for raw in text.lines().take(64) {
             let clean = envelope::strip_ansi(raw);
+            dynamo_records += usize::from(DYNAMO_RECORD.is_match(&clean));
             if clean.starts_with('{') && clean.contains("\"levelname\"") && clean.contains("\"vllm") {
                 records += 1;
                 vllm_specific = true;
@@ -76,6 +87,8 @@ impl Adapter for VllmLog {
         }
         match (records, vllm_specific) {
             (0, _) => None,
+            // A Dynamo worker's log holds vLLM's own lines among Dynamo's records: it is Dynamo's to read.
+            (_, true) if dynamo_records > records => Some(Confidence::Low),
             (_, true) => Some(Confidence::High),
             (_, false) => Some(Confidence::Low),
         }
