@@ -65,7 +65,7 @@ pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<N
     for file in &files {
         progress.set_message(file.display.clone());
         match normalize_file(file, options, &mut writer, progress)? {
-            Outcome::Read(entry) => entries.push(entry),
+            Outcome::Read(entry) => entries.push(*entry),
             Outcome::Skipped(reason) => {
                 progress.inc(file.bytes);
                 skipped.push(SkippedInput { path: file.display.clone(), reason })
@@ -99,7 +99,7 @@ pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<N
 
 /// What became of one input file.
 enum Outcome {
-    Read(InputEntry),
+    Read(Box<InputEntry>),
     /// A file of an input directory no adapter claims, and why.
     Skipped(String),
 }
@@ -138,7 +138,7 @@ fn normalize_file(
     let (records, diagnostics) = (sink.records, sink.diagnostics);
     let compression = input.compression();
     let digest = input.finish().with_context(read_error)?;
-    Ok(Outcome::Read(InputEntry {
+    Ok(Outcome::Read(Box::new(InputEntry {
         path: file.display.clone(),
         bytes: digest.bytes,
         sha256: digest.sha256,
@@ -151,7 +151,7 @@ fn normalize_file(
         records,
         diagnostics,
         details: report.details,
-    }))
+    })))
 }
 
 /// Forwards an adapter's rows to the dataset, filling derivable durations, and tallies its diagnostics.

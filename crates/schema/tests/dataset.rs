@@ -215,6 +215,7 @@ fn readers_refuse_newer_schema_versions() {
 #[test]
 fn manifest_field_docs_match_what_is_serialized() {
     let mut m = manifest();
+    m.skipped.push(infertrace_schema::SkippedInput { path: "README".into(), reason: "unrecognised".into() });
     let mut diagnostics = DiagnosticSummary::default();
     diagnostics.record("kind", 1, "message");
     m.inputs.push(infertrace_schema::InputEntry {
