@@ -285,8 +285,7 @@ impl<'c> Parser<'c> {
         row.output_tokens = record.output_length.and_then(|n| tokens(n, "output_length", line, sink));
         match record.timestamp {
             Some(seconds) => {
-                row.arrival_time =
-                    seconds_to_nanos(seconds).and_then(|ns| ns.checked_add(self.ctx.options.start_ns));
+                row.arrival_time = seconds_to_nanos(seconds).and_then(|ns| ns.checked_add(self.ctx.options.start_ns));
                 if row.arrival_time.is_none() {
                     sink.diagnostic(diagnostic(DiagnosticKind::InvalidValue, "`timestamp` is out of range"));
                 }
@@ -300,7 +299,8 @@ impl<'c> Parser<'c> {
                     line,
                     DiagnosticKind::Inconsistent,
                     format!(
-                        "`hash_ids` has {} blocks but input_length {input} spans {needed} blocks of {BLOCK_SIZE} tokens",
+                        "`hash_ids` has {} blocks but input_length {input} spans {needed} blocks of {BLOCK_SIZE} \
+                         tokens",
                         ids.len()
                     ),
                 ));
@@ -318,7 +318,8 @@ impl<'c> Parser<'c> {
                 line,
                 DiagnosticKind::Inconsistent,
                 format!(
-                    "more than {} chats: the oldest are forgotten (a later follow-up of one starts a session of its own)",
+                    "more than {} chats: the oldest are forgotten (a later follow-up of one starts a session of \
+                     its own)",
                     self.chats.cap
                 ),
             ));

@@ -5,6 +5,9 @@ use super::*;
 
 const SECOND: i64 = 1_000_000_000;
 
+/// An input, the (line, kind) of its diagnostics, and its number of rows.
+type Case = (&'static str, &'static [(u64, &'static str)], usize);
+
 fn parse_capped(text: &str, cap: usize, start_ns: i64) -> (CollectSink, ParseReport) {
     let options = ParseOptions { start_ns, ..ParseOptions::default() };
     let ctx = ParseContext { source_file: "qwen_traceA_blksz_16.jsonl", options: &options, modified: None };
@@ -18,9 +21,7 @@ fn parse_capped(text: &str, cap: usize, start_ns: i64) -> (CollectSink, ParseRep
         }
         match serde_json::from_str::<Record>(line) {
             Ok(record) => parser.record(line_no, record, &mut sink).unwrap(),
-            Err(e) => {
-                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e)))
-            }
+            Err(e) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e))),
         }
     }
     let details = parser.details();
@@ -131,13 +132,16 @@ fn contradictions_are_diagnostics_and_the_chain_wins() {
         kinds(&sink),
         [(2, "inconsistent"), (3, "invalid-value"), (4, "invalid-value"), (5, "inconsistent"), (6, "inconsistent")]
     );
-    assert_eq!(sessions(&sink), [("1", "1", 0), ("2", "1", 1), ("3", "3", 0), ("4", "4", 0), ("1", "1", 0), ("6", "1", 1)]);
+    assert_eq!(
+        sessions(&sink),
+        [("1", "1", 0), ("2", "1", 1), ("3", "3", 0), ("4", "4", 0), ("1", "1", 0), ("6", "1", 1)]
+    );
     assert_eq!(sink.requests[5].prefix_hashes.as_ref().map(Vec::len), Some(2), "kept despite the length");
 }
 
 #[test]
 fn lines_without_the_required_fields_are_reported_and_yield_no_row() {
-    let cases: &[(&str, &[(u64, &str)], usize)] = &[
+    let cases: &[Case] = &[
         (r#"{"parent_chat_id": -1, "timestamp": 0, "input_length": 1}"#, &[(1, "missing-field")], 0),
         (r#"{"chat_id": 1, "timestamp": 0, "output_length": 1}"#, &[(1, "missing-field")], 0),
         (r#"{"chat_id": 1, "input_length": 1}"#, &[(1, "missing-field")], 1),

@@ -83,8 +83,8 @@ use infertrace_adapter::{
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use regex::Regex;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
@@ -137,7 +137,7 @@ impl Adapter for WekaTrace {
         if header {
             return Some(Confidence::High);
         }
-        CALL_KEYS.iter().all(|re| re.is_match(&text)).then_some(Confidence::Low)
+        CALL_KEYS.iter().all(|re| re.is_match(text)).then_some(Confidence::Low)
     }
 
     fn parse(
@@ -244,7 +244,8 @@ struct State<'a> {
     settings: Option<Settings>,
     saw_requests: bool,
     header: BTreeMap<&'static str, Value>,
-    totals: Option<Value>,
+    /// The numbers of `totals`, and the line it ended on.
+    totals: Option<(u64, Value)>,
     counts: Counts,
 }
 
@@ -333,7 +334,7 @@ fn parse(input: &mut dyn BufRead, ctx: &ParseContext<'_>, sink: &mut dyn Sink) -
         return Err(ParseError::Write(e));
     }
     match result {
-        Ok(true) => finish(&mut state),
+        Ok(true) => finish(&mut state, lines.max(1)),
         Ok(false) => {}
         Err(e) if e.is_io() => return Err(ParseError::Read(e.into())),
         Err(e) => {
@@ -362,13 +363,14 @@ fn report(lines: u64, version: Option<&str>, details: BTreeMap<String, Value>) -
     }
 }
 
-/// End-of-document checks: `requests` present, `totals` matching the calls read.
-fn finish(state: &mut State<'_>) {
+/// End-of-document checks: `requests` present, `totals` matching the calls read. `last_line` is the document's.
+fn finish(state: &mut State<'_>, last_line: u64) {
     if !state.saw_requests {
-        state.diagnostic(DiagnosticKind::MissingField, "missing field `requests`");
+        let line = state.line().min(last_line);
+        state.sink.diagnostic(Diagnostic::new(line, DiagnosticKind::MissingField, "missing field `requests`"));
         return;
     }
-    let Some(totals) = state.totals.take() else { return };
+    let Some((line, totals)) = state.totals.take() else { return };
     let counts = &state.counts;
     let checks = [
         ("parent_tokens", "input", counts.parent.input),
@@ -390,13 +392,12 @@ fn finish(state: &mut State<'_>) {
     }
     state.header.insert("totals", totals);
     for message in differ {
-        state.diagnostic(DiagnosticKind::Inconsistent, message);
+        state.sink.diagnostic(Diagnostic::new(line, DiagnosticKind::Inconsistent, message));
     }
 }
 
 fn details(state: State<'_>) -> BTreeMap<String, Value> {
-    let mut details: BTreeMap<String, Value> =
-        state.header.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    let mut details: BTreeMap<String, Value> = state.header.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
     if let Some(settings) = &state.settings {
         details.insert("trace_id".into(), settings.trace_id.clone().into());
         details.insert("block_size".into(), settings.block_size.into());
@@ -483,7 +484,10 @@ impl<'de> Visitor<'de> for Document<'_, '_> {
                         Some(Value::String(id)) => Some(id),
                         Some(Value::Number(n)) => Some(n.to_string()),
                         _ => {
-                            state.diagnostic(DiagnosticKind::InvalidValue, "`id` is not a string; the file stem is used");
+                            state.diagnostic(
+                                DiagnosticKind::InvalidValue,
+                                "`id` is not a string; the file stem is used",
+                            );
                             None
                         }
                     };
@@ -541,7 +545,8 @@ impl<'de> Visitor<'de> for Document<'_, '_> {
                     map.next_value_seed(Requests { state: &mut *state, session: &session, offset: Some(0), depth: 0 })?;
                 }
                 "totals" => {
-                    state.totals = numbers(map.next_value::<Value>()?);
+                    let totals = numbers(map.next_value::<Value>()?);
+                    state.totals = totals.map(|t| (state.line(), t));
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;

@@ -4,6 +4,9 @@ use super::*;
 
 const SECOND: i64 = 1_000_000_000;
 
+/// An input, the (line, kind) of its diagnostics, and its number of rows.
+type Case = (&'static str, &'static [(u64, &'static str)], usize);
+
 fn parse_with(text: &str, source_file: &str, start_ns: i64) -> (CollectSink, ParseReport) {
     let options = ParseOptions { start_ns, ..ParseOptions::default() };
     let ctx = ParseContext { source_file, options: &options, modified: None };
@@ -58,7 +61,8 @@ fn calls_become_rows_and_sub_agents_sessions_of_their_own() {
         ("tr:1", "tr", 1, 30 * SECOND, 13, 4, Some(1.25), 3.0, None, 8),
     ];
     assert_eq!(sink.requests.len(), expected.len());
-    for (row, (id, session, turn, arrival, input, output, ttft, e2e, finish, line)) in sink.requests.iter().zip(expected)
+    for (row, (id, session, turn, arrival, input, output, ttft, e2e, finish, line)) in
+        sink.requests.iter().zip(expected)
     {
         assert_eq!(row.request_id, id);
         assert_eq!(row.source, "weka-trace");
@@ -198,7 +202,7 @@ fn a_sub_agent_without_usable_id_or_time_is_named_by_position() {
 
 #[test]
 fn unusable_values_are_diagnostics_and_the_rest_of_the_call_is_kept() {
-    let cases: &[(&str, &[(u64, &str)], usize)] = &[
+    let cases: &[Case] = &[
         // (call object, diagnostics, rows)
         (r#"{"t":0,"type":"n","in":"x","out":1}"#, &[(1, "invalid-value")], 1),
         (r#"{"t":0,"type":"n","out":1}"#, &[(1, "missing-field")], 1),
@@ -234,7 +238,7 @@ fn unusable_values_are_diagnostics_and_the_rest_of_the_call_is_kept() {
 
 #[test]
 fn documents_that_are_not_traces_are_reported_once() {
-    let cases: &[(&str, &[(u64, &str)], usize)] = &[
+    let cases: &[Case] = &[
         ("", &[], 0),
         ("  \n\n", &[], 0),
         ("{}", &[(1, "missing-field")], 0),
