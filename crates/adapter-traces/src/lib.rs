@@ -9,18 +9,27 @@
 //! - [`MooncakeDelta`] (`mooncake-delta`): Mooncake lines whose later session rows carry only the new input, as
 //!   Dynamo's replay reads them; never detected (the lines are Mooncake's), chosen with `--format`.
 //! - [`AzureLlm`] (`azure-llm`): the Azure LLM inference CSV traces of 2023 and 2024, and the 2025 multimodal one.
+//! - [`WekaTrace`] (`weka-trace`): WEKA's kv-cache-tester Claude Code traces, one JSON document per conversation read
+//!   as a stream, sub-agents as sessions `<trace>/<agent_id>`, `hash_ids` chained per trace.
+//! - [`BailianTrace`] (`bailian-trace`): the Qwen Bailian usage traces (`qwen-bailian-usagetraces-anon`) JSONL,
+//!   sessions rebuilt from `parent_chat_id` links.
 //!
-//! Traces record no outcome, so `status` is `unknown`; they record no ids, so ids are `<file stem>:<line>`.
+//! Traces record no outcome, so `status` is `unknown`; most record no ids, so ids are `<file stem>:<line>` (WEKA and
+//! Bailian rows take theirs from the trace, see their modules).
 //! These adapters deliberately do not simulate anything (cache hits, queueing): that is the replay engine's job.
 //!
 //! [`Adapter`]: infertrace_adapter::Adapter
 
 mod azure;
+pub mod bailian;
 pub mod generate;
 mod mooncake;
+pub mod weka;
 
 pub use azure::AzureLlm;
+pub use bailian::BailianTrace;
 pub use mooncake::{Mooncake, MooncakeDelta};
+pub use weka::WekaTrace;
 
 /// The first line of `head`, which may be cut short when the line is longer than the head.
 fn first_line(head: &[u8]) -> &[u8] {
