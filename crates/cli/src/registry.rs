@@ -4,7 +4,7 @@ use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
-use infertrace_adapter_traces::{AzureLlm, Mooncake, MooncakeDelta};
+use infertrace_adapter_traces::{AzureLlm, BailianTrace, Mooncake, MooncakeDelta, WekaTrace};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
 /// Every adapter, in the order `infertrace formats` lists them.
@@ -12,6 +12,8 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &Mooncake,
     &MooncakeDelta,
     &AzureLlm,
+    &WekaTrace,
+    &BailianTrace,
     &VllmLog,
     &VllmBench,
     &VllmMetrics,
@@ -43,6 +45,12 @@ pub enum FormatArg {
     /// Azure LLM inference CSV trace.
     #[value(name = "azure-llm")]
     AzureLlm,
+    /// WEKA kv-cache-tester Claude Code trace.
+    #[value(name = "weka-trace")]
+    WekaTrace,
+    /// Qwen Bailian usage trace.
+    #[value(name = "bailian-trace")]
+    BailianTrace,
     /// vLLM server/engine text log.
     #[value(name = "vllm-log")]
     VllmLog,

@@ -213,6 +213,8 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "mooncake",
             "mooncake-delta",
             "azure-llm",
+            "weka-trace",
+            "bailian-trace",
             "vllm-log",
             "vllm-bench",
             "vllm-metrics",

@@ -47,7 +47,7 @@ fn render(dataset: &Dataset) -> String {
 
 #[test]
 fn golden() {
-    insta::glob!("../../../testdata", "{mooncake,azure-llm,vllm,sglang,dynamo}/*/*.*", |path| {
+    insta::glob!("../../../testdata", "{mooncake,azure-llm,vllm,sglang,dynamo,traces}/*/*.*", |path| {
         let relative = path.strip_prefix(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata").canonicalize().unwrap(),
         );

@@ -193,6 +193,10 @@ impl Adapter for Mooncake {
         if !line.starts_with(b"{") {
             return None;
         }
+        // Bailian lines carry Mooncake's keys too; their parent links are their own.
+        if memchr::memmem::find(line, b"\"parent_chat_id\"").is_some() {
+            return None;
+        }
         if AGENTIC_HEADER.is_match(line) || APPLIED_COMPUTE.iter().all(|re| re.is_match(line)) {
             return Some(Confidence::High);
         }
