@@ -9,17 +9,25 @@
 //! - [`MooncakeDelta`] (`mooncake-delta`): Mooncake lines whose later session rows carry only the new input, as
 //!   Dynamo's replay reads them; never detected (the lines are Mooncake's), chosen with `--format`.
 //! - [`AzureLlm`] (`azure-llm`): the Azure LLM inference CSV traces of 2023 and 2024, and the 2025 multimodal one.
+//! - [`BurstGpt`] (`burstgpt`): the BurstGPT CSV traces (1.x and 2.0 with sessions); zero-response rows are failures.
+//! - [`LlmServingSim`] (`llmservingsim`): the artifacts of LLMServingSim's benchmark runs of vLLM 0.19 (request
+//!   log, time series, `meta.json`), its simulator's per-request output, and its JSONL workloads.
 //!
-//! Traces record no outcome, so `status` is `unknown`; they record no ids, so ids are `<file stem>:<line>`.
+//! Traces that record no outcome leave `status` `unknown` (BurstGPT marks failures, LLMServingSim's runs record
+//! completions); traces without ids get `<file stem>:<line>`.
 //! These adapters deliberately do not simulate anything (cache hits, queueing): that is the replay engine's job.
 //!
 //! [`Adapter`]: infertrace_adapter::Adapter
 
 mod azure;
+pub mod burstgpt;
 pub mod generate;
+pub mod llmservingsim;
 mod mooncake;
 
 pub use azure::AzureLlm;
+pub use burstgpt::BurstGpt;
+pub use llmservingsim::LlmServingSim;
 pub use mooncake::{Mooncake, MooncakeDelta};
 
 /// The first line of `head`, which may be cut short when the line is longer than the head.
