@@ -13,21 +13,28 @@
 //!   as a stream, sub-agents as sessions `<trace>/<agent_id>`, `hash_ids` chained per trace.
 //! - [`BailianTrace`] (`bailian-trace`): the Qwen Bailian usage traces (`qwen-bailian-usagetraces-anon`) JSONL,
 //!   sessions rebuilt from `parent_chat_id` links.
+//! - [`BurstGpt`] (`burstgpt`): the BurstGPT CSV traces (1.x and 2.0 with sessions); zero-response rows are failures.
+//! - [`LlmServingSim`] (`llmservingsim`): the artifacts of LLMServingSim's benchmark runs of vLLM 0.19 (request
+//!   log, time series, `meta.json`), its simulator's per-request output, and its JSONL workloads.
 //!
-//! Traces record no outcome, so `status` is `unknown`; most record no ids, so ids are `<file stem>:<line>` (WEKA and
-//! Bailian rows take theirs from the trace, see their modules).
+//! Traces that record no outcome leave `status` `unknown` (BurstGPT marks failures, LLMServingSim's runs record
+//! completions); traces without ids get `<file stem>:<line>` (WEKA and Bailian rows take theirs from the trace).
 //! These adapters deliberately do not simulate anything (cache hits, queueing): that is the replay engine's job.
 //!
 //! [`Adapter`]: infertrace_adapter::Adapter
 
 mod azure;
 pub mod bailian;
+pub mod burstgpt;
 pub mod generate;
+pub mod llmservingsim;
 mod mooncake;
 pub mod weka;
 
 pub use azure::AzureLlm;
 pub use bailian::BailianTrace;
+pub use burstgpt::BurstGpt;
+pub use llmservingsim::LlmServingSim;
 pub use mooncake::{Mooncake, MooncakeDelta};
 pub use weka::WekaTrace;
 

@@ -4,7 +4,7 @@ use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
-use infertrace_adapter_traces::{AzureLlm, BailianTrace, Mooncake, MooncakeDelta, WekaTrace};
+use infertrace_adapter_traces::{AzureLlm, BailianTrace, BurstGpt, LlmServingSim, Mooncake, MooncakeDelta, WekaTrace};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
 /// Every adapter, in the order `infertrace formats` lists them.
@@ -14,6 +14,8 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &AzureLlm,
     &WekaTrace,
     &BailianTrace,
+    &BurstGpt,
+    &LlmServingSim,
     &VllmLog,
     &VllmBench,
     &VllmMetrics,
@@ -51,6 +53,10 @@ pub enum FormatArg {
     /// Qwen Bailian usage trace.
     #[value(name = "bailian-trace")]
     BailianTrace,
+    /// BurstGPT CSV trace.
+    Burstgpt,
+    /// LLMServingSim benchmark artifacts and workloads.
+    Llmservingsim,
     /// vLLM server/engine text log.
     #[value(name = "vllm-log")]
     VllmLog,

@@ -215,6 +215,8 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "azure-llm",
             "weka-trace",
             "bailian-trace",
+            "burstgpt",
+            "llmservingsim",
             "vllm-log",
             "vllm-bench",
             "vllm-metrics",

@@ -1,0 +1,82 @@
+//! Splitting one CSV line into fields, for the trace CSVs whose records never span lines.
+//!
+//! Line by line rather than with the csv crate: the csv crate's record positions skip blank lines, which would put
+//! diagnostics on the wrong line numbers, and a record that spans lines is itself a sign of a damaged file here.
+
+/// Why a line could not be split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UnterminatedQuote;
+
+/// Splits `line` at commas outside double quotes into `out`, returning how many fields it holds, each trimmed of
+/// surrounding spaces. A quoted field is returned without its outer quotes; a doubled quote inside it stays doubled
+/// (the adapters never use the text of a quoted field, only numbers and names). At most `out.len()` fields are kept;
+/// the rest of the line is not split.
+pub(crate) fn split<'a>(line: &'a str, out: &mut [&'a str]) -> Result<usize, UnterminatedQuote> {
+    let max = out.len();
+    let mut count = 0;
+    let bytes = line.as_bytes();
+    let mut start = 0;
+    let mut in_quotes = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => in_quotes = !in_quotes,
+            b',' if !in_quotes => {
+                if count + 1 >= max {
+                    break;
+                }
+                out[count] = field(&line[start..i]);
+                count += 1;
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if in_quotes {
+        return Err(UnterminatedQuote);
+    }
+    if max == 0 {
+        return Ok(0);
+    }
+    let end = if i < bytes.len() { i } else { bytes.len() };
+    out[count] = field(&line[start..end]);
+    Ok(count + 1)
+}
+
+/// A field trimmed of spaces and of one pair of enclosing quotes.
+fn field(raw: &str) -> &str {
+    let trimmed = raw.trim();
+    trimmed.strip_prefix('"').and_then(|f| f.strip_suffix('"')).unwrap_or(trimmed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_plain_and_quoted_fields() {
+        let cases: &[(&str, &[&str])] = &[
+            ("a,b,c", &["a", "b", "c"]),
+            ("5,ChatGPT,472,18,490,Conversation log", &["5", "ChatGPT", "472", "18", "490", "Conversation log"]),
+            (r#"0,1,"[1, 2, 3]""#, &["0", "1", "[1, 2, 3]"]),
+            (r#"" x ",,"#, &[" x ", "", ""]),
+            ("", &[""]),
+            (r#""say ""hi""",2"#, &[r#"say ""hi"""#, "2"]),
+        ];
+        for (line, expected) in cases {
+            let mut out = [""; 64];
+            let n = split(line, &mut out).unwrap();
+            assert_eq!(&out[..n], *expected, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn an_open_quote_is_an_error_and_the_cap_holds() {
+        let mut out = [""; 2];
+        assert_eq!(split(r#"1,"[2, 3"#, &mut out), Err(UnterminatedQuote));
+        assert_eq!(split("a,b,c,d", &mut out), Ok(2));
+        assert_eq!(out, ["a", "b"]);
+        assert_eq!(split("a,b", &mut []), Ok(0));
+    }
+}

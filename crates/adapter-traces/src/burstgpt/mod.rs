@@ -1,0 +1,397 @@
+//! BurstGPT (HPMLL/BurstGPT, KDD'25): Azure OpenAI GPT-3.5 and GPT-4 usage at a university, as CSV.
+//!
+//! # Formats
+//!
+//! Two generations, told apart by the header (columns are found by name, so their order does not matter):
+//!
+//! ```text
+//! 1.x  Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type
+//!      5,ChatGPT,472,18,490,Conversation log
+//! 2.0  Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type
+//!      19440110.0,1722ac82-0a46-4bf0-aa08-89794e7a2b3f,43,GPT-4,906,446,1352,Conversation log
+//! ```
+//!
+//! 1.x is `BurstGPT_1.csv`, `BurstGPT_2.csv` and their `_without_fails_` variants (releases v1.1, v1.2); 2.0 is
+//! release v2.0's `BurstGPT_3.csv` (110 days), whose `Session ID` is set on `Conversation log` rows only.
+//!
+//! # Columns
+//!
+//! - `Timestamp` (float seconds from 0:00:00 of the trace's first day, in the collectors' local time zone) →
+//!   `arrival_time` = `--start` + `Timestamp`. The trace publishes neither the date nor the zone, so the clock
+//!   domain is `relative`: pass the UTC instant of that local midnight as `--start` to place it in time.
+//! - `Request tokens` → `input_tokens`, `Response tokens` → `output_tokens`, `Model` (`ChatGPT`, `GPT-4`) → `model`.
+//! - `Response tokens` = 0 marks a failed request (the README: "failure that `Response tokens` are 0s"):
+//!   `status` `error` with `error` = `no response tokens`; every other row is `ok` (it got an answer).
+//! - `Elapsed time` (2.0, whole seconds from submission to the *full* response) → `e2e_s`, and
+//!   `completion_time` = arrival + elapsed. It is not a time to first token: `ttft_s` stays empty.
+//! - `Session ID` (2.0) → `session_id`, and `turn` counts the session's rows in file order from 0. Sessions are
+//!   remembered least-recently-used up to 100,000; a forgotten session that comes back restarts at turn 0 (counted
+//!   in `details.sessions_evicted`).
+//! - `Log Type` `Conversation log` → `workload_class` `chat`; `API log` rows have no class (API callers' traffic
+//!   can be anything).
+//! - `Total tokens` is checked against request + response tokens; a mismatch is an `inconsistent` diagnostic and
+//!   the row is kept.
+//! - Ids: the trace has none, so `request_id` is `<file stem>:<line>`.
+//!
+//! `details` counts `failures`, `sessions` (distinct session ids started), `log_types`, `models` (the first 32
+//! names, then `other`) and `timestamps_decreasing` (rows earlier than the row before; the published files have
+//! none, and rows are never reordered).
+
+mod csv_line;
+pub mod generate;
+
+pub(crate) use csv_line::split as split_csv_line;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
+
+use infertrace_adapter::time::seconds_to_nanos;
+use infertrace_adapter::{
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
+};
+use infertrace_schema::{ClockDomain, RequestRow, Status, WorkloadClass};
+
+/// The BurstGPT CSV trace adapter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BurstGpt;
+
+const TIMESTAMP: &str = "Timestamp";
+const SESSION_ID: &str = "Session ID";
+const ELAPSED_TIME: &str = "Elapsed time";
+const MODEL: &str = "Model";
+const REQUEST_TOKENS: &str = "Request tokens";
+const RESPONSE_TOKENS: &str = "Response tokens";
+const TOTAL_TOKENS: &str = "Total tokens";
+const LOG_TYPE: &str = "Log Type";
+
+const CONVERSATION_LOG: &str = "Conversation log";
+const API_LOG: &str = "API log";
+
+/// Fields looked at per line; BurstGPT has eight.
+const MAX_FIELDS: usize = 32;
+/// Sessions remembered for turn numbers.
+const MAX_SESSIONS: usize = 100_000;
+/// Model names counted by name in `details.models`.
+const MAX_MODELS: usize = 32;
+
+/// Positions of the columns, found by header name.
+#[derive(Debug, Clone, Copy)]
+struct Columns {
+    timestamp: usize,
+    request: usize,
+    response: usize,
+    session: Option<usize>,
+    elapsed: Option<usize>,
+    model: Option<usize>,
+    total: Option<usize>,
+    log_type: Option<usize>,
+}
+
+impl Columns {
+    /// The 1.x order, assumed when the header is missing.
+    const V1: Columns = Columns {
+        timestamp: 0,
+        model: Some(1),
+        request: 2,
+        response: 3,
+        total: Some(4),
+        log_type: Some(5),
+        session: None,
+        elapsed: None,
+    };
+
+    fn from_header(header: &[&str]) -> Option<Self> {
+        let find = |name: &str| header.iter().position(|&field| field == name);
+        Some(Columns {
+            timestamp: find(TIMESTAMP)?,
+            request: find(REQUEST_TOKENS)?,
+            response: find(RESPONSE_TOKENS)?,
+            session: find(SESSION_ID),
+            elapsed: find(ELAPSED_TIME),
+            model: find(MODEL),
+            total: find(TOTAL_TOKENS),
+            log_type: find(LOG_TYPE),
+        })
+    }
+
+    /// Fields a record needs to hold every column the header names.
+    fn width(self) -> usize {
+        [Some(self.timestamp), Some(self.request), Some(self.response)]
+            .into_iter()
+            .chain([self.session, self.elapsed, self.model, self.total, self.log_type])
+            .flatten()
+            .max()
+            .unwrap_or(0)
+            + 1
+    }
+
+    fn generation(self) -> &'static str {
+        if self.session.is_some() || self.elapsed.is_some() { "2.0" } else { "1.x" }
+    }
+}
+
+impl Adapter for BurstGpt {
+    fn id(&self) -> &'static str {
+        "burstgpt"
+    }
+
+    fn description(&self) -> &'static str {
+        "BurstGPT CSV trace (1.x: Timestamp,Model,Request tokens,…; 2.0 adds Session ID, Elapsed time): \
+         seconds from the first day's midnight, zero-response rows are failures"
+    }
+
+    fn detect(&self, head: &[u8]) -> Option<Confidence> {
+        let line = crate::first_line(head);
+        let has = |name: &str| line.split(|&b| b == b',').any(|f| f.trim_ascii() == name.as_bytes());
+        (has(TIMESTAMP) && has(REQUEST_TOKENS) && has(RESPONSE_TOKENS)).then_some(Confidence::High)
+    }
+
+    fn parse(
+        &self,
+        input: &mut dyn BufRead,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<ParseReport, ParseError> {
+        let mut lines = LineReader::new(input);
+        let mut columns = None;
+        let mut state = State::new(ctx.source_stem());
+        while let Some((line_no, bytes)) = lines.next_bytes()? {
+            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
+            let line = if line_no == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
+            if line.trim_ascii().is_empty() {
+                continue; // A blank line carries nothing to lose.
+            }
+            let mut buf = [""; MAX_FIELDS];
+            let Ok(count) = split_csv_line(line, &mut buf) else {
+                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedCsv, "a quoted field is not closed"));
+                continue;
+            };
+            let fields = &buf[..count];
+            let cols = match columns {
+                Some(cols) => cols,
+                None => {
+                    let header = Columns::from_header(fields);
+                    columns = Some(header.unwrap_or(Columns::V1));
+                    if header.is_some() {
+                        continue;
+                    }
+                    sink.diagnostic(Diagnostic::new(
+                        line_no,
+                        DiagnosticKind::MissingField,
+                        "no Timestamp,Request tokens,Response tokens header; assuming the 1.x column order",
+                    ));
+                    Columns::V1
+                }
+            };
+            if let Some(row) = state.row(fields, cols, line_no, ctx, sink) {
+                sink.request(row)?;
+            }
+        }
+        Ok(ParseReport {
+            format_version: columns.map(|c| c.generation().to_owned()),
+            clock_domain: ClockDomain::Relative,
+            year: None,
+            lines: lines.lines_read(),
+            details: state.details(),
+        })
+    }
+}
+
+/// What a parse keeps across lines: session turns and the counts for `details`.
+#[derive(Debug)]
+struct State<'a> {
+    stem: &'a str,
+    sessions: Sessions,
+    failures: u64,
+    log_types: BTreeMap<&'static str, u64>,
+    models: BTreeMap<String, u64>,
+    decreasing: u64,
+    previous: Option<f64>,
+}
+
+impl<'a> State<'a> {
+    fn new(stem: &'a str) -> Self {
+        Self {
+            stem,
+            sessions: Sessions::new(MAX_SESSIONS),
+            failures: 0,
+            log_types: BTreeMap::new(),
+            models: BTreeMap::new(),
+            decreasing: 0,
+            previous: None,
+        }
+    }
+
+    /// One data record as a request row, or `None` (with a diagnostic) when nothing in it is usable.
+    fn row(
+        &mut self,
+        fields: &[&str],
+        cols: Columns,
+        line: u64,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Option<RequestRow> {
+        if fields.len() < cols.width() {
+            sink.diagnostic(Diagnostic::new(
+                line,
+                DiagnosticKind::MalformedCsv,
+                format!("{} fields, expected {}", fields.len(), cols.width()),
+            ));
+            return None;
+        }
+        let get = |i: Option<usize>| i.and_then(|i| fields.get(i).copied()).filter(|f| !f.is_empty());
+        let timestamp = get(Some(cols.timestamp)).and_then(|f| f.parse::<f64>().ok()).filter(|t| *t >= 0.0);
+        let arrival = timestamp.and_then(seconds_to_nanos).and_then(|ns| ns.checked_add(ctx.options.start_ns));
+        let request = get(Some(cols.request)).and_then(|f| f.parse::<u32>().ok());
+        let response = get(Some(cols.response)).and_then(|f| f.parse::<u32>().ok());
+        if arrival.is_none() && request.is_none() && response.is_none() {
+            sink.diagnostic(Diagnostic::new(
+                line,
+                DiagnosticKind::UnrecognizedLine,
+                "no usable Timestamp, Request tokens or Response tokens",
+            ));
+            return None;
+        }
+        let elapsed = get(cols.elapsed).map(|f| f.parse::<f64>().ok().filter(|e| e.is_finite() && *e >= 0.0));
+        let total = get(cols.total).map(|f| f.parse::<u64>().ok());
+        let mut invalid = Vec::new();
+        for (ok, name, expected) in [
+            (arrival.is_some(), TIMESTAMP, "a non-negative number of seconds"),
+            (request.is_some(), REQUEST_TOKENS, "a token count"),
+            (response.is_some(), RESPONSE_TOKENS, "a token count"),
+            (!matches!(elapsed, Some(None)), ELAPSED_TIME, "a non-negative number of seconds"),
+            (!matches!(total, Some(None)), TOTAL_TOKENS, "a token count"),
+        ] {
+            if !ok {
+                invalid.push(format!("{name} is not {expected}"));
+            }
+        }
+        for message in invalid {
+            sink.diagnostic(Diagnostic::new(line, DiagnosticKind::InvalidValue, message));
+        }
+        if let (Some(Some(total)), Some(request), Some(response)) = (total, request, response)
+            && total != u64::from(request) + u64::from(response)
+        {
+            sink.diagnostic(Diagnostic::new(
+                line,
+                DiagnosticKind::Inconsistent,
+                "Total tokens differs from Request tokens + Response tokens",
+            ));
+        }
+        if let Some(t) = timestamp {
+            if self.previous.is_some_and(|p| t < p) {
+                self.decreasing += 1;
+            }
+            self.previous = Some(t);
+        }
+
+        let model = get(cols.model);
+        if let Some(model) = model {
+            if let Some(count) = self.models.get_mut(model) {
+                *count += 1;
+            } else if self.models.len() < MAX_MODELS {
+                self.models.insert(model.to_owned(), 1);
+            } else {
+                *self.models.entry("other".to_owned()).or_default() += 1;
+            }
+        }
+        let log_type = get(cols.log_type);
+        let (class, log_key) = match log_type {
+            Some(CONVERSATION_LOG) => (Some(WorkloadClass::Chat), CONVERSATION_LOG),
+            Some(API_LOG) => (None, API_LOG),
+            Some(_) => (None, "other"),
+            None => (None, "none"),
+        };
+        if cols.log_type.is_some() {
+            *self.log_types.entry(log_key).or_default() += 1;
+        }
+        let session = get(cols.session);
+        let turn = session.map(|id| self.sessions.next_turn(id));
+        let failed = response == Some(0);
+        if failed {
+            self.failures += 1;
+        }
+        let e2e = elapsed.flatten();
+        Some(RequestRow {
+            request_id: format!("{}:{line}", self.stem),
+            source: "burstgpt".to_owned(),
+            model: model.map(str::to_owned),
+            session_id: session.map(str::to_owned),
+            turn,
+            arrival_time: arrival,
+            completion_time: arrival.zip(e2e.and_then(seconds_to_nanos)).and_then(|(a, e)| a.checked_add(e)),
+            e2e_s: e2e,
+            input_tokens: request,
+            output_tokens: response,
+            workload_class: class,
+            status: if failed { Status::Error } else { Status::Ok },
+            error: failed.then(|| "no response tokens".to_owned()),
+            source_file: Some(ctx.source_file.to_owned()),
+            source_line: Some(line),
+            ..RequestRow::default()
+        })
+    }
+
+    fn details(self) -> BTreeMap<String, serde_json::Value> {
+        let mut details = BTreeMap::new();
+        details.insert("failures".to_owned(), self.failures.into());
+        if self.sessions.started > 0 {
+            details.insert("sessions".to_owned(), self.sessions.started.into());
+        }
+        if self.sessions.evicted > 0 {
+            details.insert("sessions_evicted".to_owned(), self.sessions.evicted.into());
+        }
+        if !self.log_types.is_empty() {
+            details.insert("log_types".to_owned(), serde_json::to_value(&self.log_types).unwrap_or_default());
+        }
+        if !self.models.is_empty() {
+            details.insert("models".to_owned(), serde_json::to_value(&self.models).unwrap_or_default());
+        }
+        details.insert("timestamps_decreasing".to_owned(), self.decreasing.into());
+        details
+    }
+}
+
+/// Turn counters of sessions, least recently used forgotten first past the cap. Lookups only: the map's
+/// iteration order never reaches an output.
+#[derive(Debug)]
+struct Sessions {
+    cap: usize,
+    map: HashMap<String, (u32, u64)>,
+    order: BTreeMap<u64, String>,
+    tick: u64,
+    started: u64,
+    evicted: u64,
+}
+
+impl Sessions {
+    fn new(cap: usize) -> Self {
+        Self { cap: cap.max(1), map: HashMap::new(), order: BTreeMap::new(), tick: 0, started: 0, evicted: 0 }
+    }
+
+    /// The turn of this row of session `id` (0 for a new session), counting it.
+    fn next_turn(&mut self, id: &str) -> u32 {
+        self.tick += 1;
+        if let Some((turns, used)) = self.map.get_mut(id) {
+            self.order.remove(used);
+            *used = self.tick;
+            self.order.insert(self.tick, id.to_owned());
+            let turn = *turns;
+            *turns = turns.saturating_add(1);
+            return turn;
+        }
+        self.started += 1;
+        if self.map.len() >= self.cap
+            && let Some((_, oldest)) = self.order.pop_first()
+        {
+            self.map.remove(&oldest);
+            self.evicted += 1;
+        }
+        self.map.insert(id.to_owned(), (1, self.tick));
+        self.order.insert(self.tick, id.to_owned());
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests;
