@@ -9,6 +9,10 @@
 //! - [`MooncakeDelta`] (`mooncake-delta`): Mooncake lines whose later session rows carry only the new input, as
 //!   Dynamo's replay reads them; never detected (the lines are Mooncake's), chosen with `--format`.
 //! - [`AzureLlm`] (`azure-llm`): the Azure LLM inference CSV traces of 2023 and 2024, and the 2025 multimodal one.
+//! - [`RagPulse`] (`ragpulse`): the RAGPulse RAG-service trace (component chunk ids as chained `prefix_hashes`) and
+//!   its id→token-length map files, which give the run's per-component token split when they precede the trace.
+//! - [`TraceLab`] (`tracelab`): TraceLab's Claude Code / Codex round traces (provider cache reads, reasoning
+//!   tokens, tool calls, generation spans) and its `session_runner` replay CSVs.
 //!
 //! Traces record no outcome, so `status` is `unknown`; they record no ids, so ids are `<file stem>:<line>`.
 //! These adapters deliberately do not simulate anything (cache hits, queueing): that is the replay engine's job.
@@ -18,9 +22,13 @@
 mod azure;
 pub mod generate;
 mod mooncake;
+pub mod ragpulse;
+pub mod tracelab;
 
 pub use azure::AzureLlm;
 pub use mooncake::{Mooncake, MooncakeDelta};
+pub use ragpulse::RagPulse;
+pub use tracelab::TraceLab;
 
 /// The first line of `head`, which may be cut short when the line is longer than the head.
 fn first_line(head: &[u8]) -> &[u8] {
