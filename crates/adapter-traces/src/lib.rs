@@ -16,6 +16,10 @@
 //! - [`BurstGpt`] (`burstgpt`): the BurstGPT CSV traces (1.x and 2.0 with sessions); zero-response rows are failures.
 //! - [`LlmServingSim`] (`llmservingsim`): the artifacts of LLMServingSim's benchmark runs of vLLM 0.19 (request
 //!   log, time series, `meta.json`), its simulator's per-request output, and its JSONL workloads.
+//! - [`RagPulse`] (`ragpulse`): the RAGPulse RAG-service trace (component chunk ids as chained `prefix_hashes`) and
+//!   its id→token-length map files, which give the run's per-component token split when they precede the trace.
+//! - [`TraceLab`] (`tracelab`): TraceLab's Claude Code / Codex round traces (provider cache reads, reasoning
+//!   tokens, tool calls, generation spans) and its `session_runner` replay CSVs.
 //!
 //! Traces that record no outcome leave `status` `unknown` (BurstGPT marks failures, LLMServingSim's runs record
 //! completions); traces without ids get `<file stem>:<line>` (WEKA and Bailian rows take theirs from the trace).
@@ -29,6 +33,8 @@ pub mod burstgpt;
 pub mod generate;
 pub mod llmservingsim;
 mod mooncake;
+pub mod ragpulse;
+pub mod tracelab;
 pub mod weka;
 
 pub use azure::AzureLlm;
@@ -36,6 +42,8 @@ pub use bailian::BailianTrace;
 pub use burstgpt::BurstGpt;
 pub use llmservingsim::LlmServingSim;
 pub use mooncake::{Mooncake, MooncakeDelta};
+pub use ragpulse::RagPulse;
+pub use tracelab::TraceLab;
 pub use weka::WekaTrace;
 
 /// The first line of `head`, which may be cut short when the line is longer than the head.

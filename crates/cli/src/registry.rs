@@ -4,7 +4,9 @@ use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
-use infertrace_adapter_traces::{AzureLlm, BailianTrace, BurstGpt, LlmServingSim, Mooncake, MooncakeDelta, WekaTrace};
+use infertrace_adapter_traces::{
+    AzureLlm, BailianTrace, BurstGpt, LlmServingSim, Mooncake, MooncakeDelta, RagPulse, TraceLab, WekaTrace,
+};
 use infertrace_adapter_vllm::{VllmBench, VllmKvEvents, VllmLog, VllmMetrics, VllmOtlp};
 
 /// Every adapter, in the order `infertrace formats` lists them.
@@ -16,6 +18,8 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &BailianTrace,
     &BurstGpt,
     &LlmServingSim,
+    &RagPulse,
+    &TraceLab,
     &VllmLog,
     &VllmBench,
     &VllmMetrics,
@@ -57,6 +61,10 @@ pub enum FormatArg {
     Burstgpt,
     /// LLMServingSim benchmark artifacts and workloads.
     Llmservingsim,
+    /// RAGPulse trace and its length maps.
+    Ragpulse,
+    /// TraceLab round traces and replay CSVs.
+    Tracelab,
     /// vLLM server/engine text log.
     #[value(name = "vllm-log")]
     VllmLog,

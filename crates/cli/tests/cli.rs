@@ -217,6 +217,8 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "bailian-trace",
             "burstgpt",
             "llmservingsim",
+            "ragpulse",
+            "tracelab",
             "vllm-log",
             "vllm-bench",
             "vllm-metrics",
