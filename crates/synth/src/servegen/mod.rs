@@ -66,8 +66,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_distr::{Distribution, Gamma, OpenClosed01, Weibull};
 
 pub use stats::{
-    Cdf, DEFAULT_WINDOW_S, LengthTable, Lengths, MEDIA, Media, Pattern, StatsError, Window, parse_lengths,
-    parse_trace,
+    Cdf, DEFAULT_WINDOW_S, LengthTable, Lengths, MEDIA, Media, Pattern, StatsError, Window, parse_lengths, parse_trace,
 };
 
 /// The `source` of every row, and the format recorded for the statistics files.
@@ -157,7 +156,8 @@ pub fn check(clients: &[Client], options: &SynthOptions) -> Result<(), SynthErro
     };
     let same = |a: &Window, b: &Window| (a.start_s, a.size_s) == (b.start_s, b.size_s);
     for client in clients {
-        if client.windows.len() != first.windows.len() || !client.windows.iter().zip(&first.windows).all(|(a, b)| same(a, b))
+        if client.windows.len() != first.windows.len()
+            || !client.windows.iter().zip(&first.windows).all(|(a, b)| same(a, b))
         {
             return Err(SynthError::Statistics {
                 file: client.trace_file.clone(),
@@ -395,7 +395,8 @@ mod tests {
     #[test]
     fn arrivals_lie_strictly_inside_the_window_in_order() {
         let mut r = rng();
-        for pattern in [Pattern::Gamma { shape: 0.26 }, Pattern::Weibull { shape: 0.198 }, Pattern::Gamma { shape: 4.0 }]
+        for pattern in
+            [Pattern::Gamma { shape: 0.26 }, Pattern::Weibull { shape: 0.198 }, Pattern::Gamma { shape: 4.0 }]
         {
             let offsets = arrival_offsets(pattern, 500, 600 * NANOS_PER_S, &mut r);
             assert_eq!(offsets.len(), 500);
