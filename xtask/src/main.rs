@@ -68,7 +68,7 @@ pub(crate) fn codegen(root: &Path, check: bool) -> Result<()> {
     Ok(())
 }
 
-/// Normalizes each input under `testdata/` (except `invalid/`, `traces-full/` and Markdown) into its own dataset.
+/// Normalizes each input under `testdata/` (except the directories of `NOT_INPUTS` and Markdown) into its own dataset.
 fn normalize_testdata(root: &Path) -> Result<()> {
     // Relative paths keep the datasets free of this machine's absolute paths.
     env::set_current_dir(root).with_context(|| format!("cannot enter {}", root.display()))?;
@@ -99,12 +99,15 @@ fn normalize_testdata(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Directories of `testdata/` that are not `normalize` inputs: `invalid/` must fail, `traces-full/` holds whole corpus
+/// files for the aggregate tests, `synth/` statistics for `infertrace synth`, `mapped/` inputs that need `--map`.
+const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped"];
+
 fn collect(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<()> {
     for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let path = entry.with_context(|| format!("cannot list {}", dir.display()))?.path();
         if path.is_dir() {
-            // `invalid/` must fail; `traces-full/` holds whole corpus files for aggregate tests.
-            if path.file_name().is_some_and(|n| n != "invalid" && n != "traces-full") {
+            if path.file_name().is_none_or(|n| !NOT_INPUTS.iter().any(|x| n == *x)) {
                 collect(&path, inputs)?;
             }
         } else if path.extension().is_some_and(|e| e != "md") {

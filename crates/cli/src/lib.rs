@@ -1,4 +1,5 @@
-//! The infertrace command line: normalize inputs into a canonical dataset, list formats, print the schema.
+//! The infertrace command line: normalize inputs into a canonical dataset, sample one from published statistics
+//! (`synth`), list formats, print the schema.
 //!
 //! This crate wires adapters to the dataset writer. It owns everything that touches the outside world: walking
 //! directories, choosing adapters (a closed registry, not registration magic), the progress bar, the summary
@@ -10,5 +11,7 @@ mod normalize;
 pub mod paths;
 pub mod registry;
 pub mod summary;
+mod synth;
 
 pub use normalize::{NormalizeOptions, NormalizeReport, normalize};
+pub use synth::{ServegenOptions, synth_servegen};

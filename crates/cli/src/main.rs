@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use infertrace::registry::{ADAPTERS, FormatArg};
 use infertrace::summary::{self, INPUT_COUNTS_FROM, INPUT_HEADERS};
-use infertrace::{NormalizeOptions, normalize};
+use infertrace::{NormalizeOptions, NormalizeReport, ServegenOptions, normalize, synth_servegen};
 use infertrace_adapter::time::parse_rfc3339;
 use infertrace_adapter::{ParseOptions, UtcOffset};
 
@@ -26,6 +26,9 @@ struct Cli {
 enum Command {
     /// Normalize inputs (files or directories; plain, gzip or zstd) into one dataset directory.
     Normalize(NormalizeArgs),
+    /// Sample a per-request dataset from published workload statistics.
+    #[command(subcommand)]
+    Synth(SynthCommand),
     /// List the input formats, one per line.
     Formats,
     /// Print the canonical schema (Markdown, or JSON with --json).
@@ -62,6 +65,64 @@ struct NormalizeArgs {
     /// Replace the output directory if it exists.
     #[arg(long)]
     force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum SynthCommand {
+    /// Sample requests from one model directory of ServeGen statistics (Alibaba Bailian): arrivals from each
+    /// client's per-window Gamma/Weibull fits, lengths from its token distributions. Deterministic for a seed.
+    Servegen(ServegenArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServegenArgs {
+    /// A model directory of ServeGen's data/ (chunk-<i>-trace.csv and chunk-<i>-dataset.json per client).
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// Dataset directory to write: requests.parquet, samples.parquet, cache_events.parquet, manifest.json.
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Length of the trace: seconds, or a number with s, m, h or d.
+    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
+    duration: u64,
+    /// Seed of the random streams; the same statistics, options and seed give the same dataset.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+    /// Where in the statistics the trace begins (seconds from their first window, or with s, m, h or d).
+    #[arg(long, value_name = "TIME", default_value = "0", value_parser = parse_seconds)]
+    from: u64,
+    /// Factor applied to every client's rate.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    rate_scale: f64,
+    /// Clients to include, by the <i> of their file names (comma-separated); default: all.
+    #[arg(long, value_name = "I,J,…", value_delimiter = ',')]
+    clients: Option<Vec<u64>>,
+    /// Instant the trace begins at (statistics time --from), RFC 3339.
+    #[arg(long, value_name = "RFC3339", default_value = "1970-01-01T00:00:00Z", value_parser = parse_start)]
+    start: i64,
+    /// Replace the output directory if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `90`, `90s`, `15m`, `6h`, `2d` → seconds.
+fn parse_seconds(text: &str) -> Result<u64, String> {
+    let (number, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let factor = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err("expected whole seconds, or a whole number with s, m, h or d (such as 6h)".to_owned()),
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(factor))
+        .ok_or_else(|| "expected whole seconds, or a whole number with s, m, h or d (such as 6h)".to_owned())
 }
 
 fn parse_offset(text: &str) -> Result<UtcOffset, String> {
@@ -115,31 +176,52 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .expect("valid template"),
             );
             let report = normalize(&options, &progress)?;
-            let mut rows = summary::input_rows(&report.manifest);
-            let totals = report.manifest.rows;
-            rows.push(vec![
-                "total".to_owned(),
-                String::new(),
-                String::new(),
-                summary::count(report.manifest.inputs.iter().map(|i| i.lines).sum()),
-                summary::count(totals.requests),
-                summary::count(totals.samples),
-                summary::count(totals.cache_events),
-                summary::count(report.diagnostics()),
-            ]);
-            out.write_all(summary::render_table(INPUT_HEADERS, &rows, INPUT_COUNTS_FROM).as_bytes())?;
-            writeln!(out, "wrote {}", report.output.display())?;
-            out.flush()?;
-            let mut lines = summary::skipped_lines(&report.manifest);
-            lines.extend(summary::diagnostics_lines(&report.manifest));
-            for line in &lines {
-                eprintln!("warning: {line}");
-            }
+            print_summary(&mut out, &report)?;
             if args.strict && report.diagnostics() > 0 {
                 eprintln!("error: {} diagnostics and --strict was given", summary::count(report.diagnostics()));
                 return Ok(ExitCode::from(1));
             }
         }
+        Command::Synth(SynthCommand::Servegen(args)) => {
+            let options = ServegenOptions {
+                dir: args.dir,
+                output: args.output,
+                clients: args.clients,
+                seed: args.seed,
+                from_s: args.from,
+                duration_s: args.duration,
+                rate_scale: args.rate_scale,
+                start_ns: args.start,
+                force: args.force,
+            };
+            let report = synth_servegen(&options)?;
+            print_summary(&mut out, &report)?;
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The per-input table and a total on stdout, then warnings for skipped files and diagnostics on stderr.
+fn print_summary(out: &mut impl io::Write, report: &NormalizeReport) -> Result<()> {
+    let mut rows = summary::input_rows(&report.manifest);
+    let totals = report.manifest.rows;
+    rows.push(vec![
+        "total".to_owned(),
+        String::new(),
+        String::new(),
+        summary::count(report.manifest.inputs.iter().map(|i| i.lines).sum()),
+        summary::count(totals.requests),
+        summary::count(totals.samples),
+        summary::count(totals.cache_events),
+        summary::count(report.diagnostics()),
+    ]);
+    out.write_all(summary::render_table(INPUT_HEADERS, &rows, INPUT_COUNTS_FROM).as_bytes())?;
+    writeln!(out, "wrote {}", report.output.display())?;
+    out.flush()?;
+    let mut lines = summary::skipped_lines(&report.manifest);
+    lines.extend(summary::diagnostics_lines(&report.manifest));
+    for line in &lines {
+        eprintln!("warning: {line}");
+    }
+    Ok(())
 }

@@ -24,19 +24,22 @@ pub fn run_with(inputs: &[PathBuf], output: &Path, parse: ParseOptions) -> Norma
     normalize(&options, &ProgressBar::hidden()).unwrap_or_else(|e| panic!("normalize {inputs:?}: {e:#}"))
 }
 
-/// Every valid input under `testdata/` (all of it but `invalid/`, `traces-full/` and the provenance README), sorted.
+/// Every valid input under `testdata/` (all of it but the directories of `NOT_INPUTS` and the README), sorted.
 pub fn valid_inputs() -> Vec<PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(testdata()).unwrap() {
         let path = entry.unwrap().path();
-        // `invalid/` must fail; `traces-full/` holds whole corpus files for aggregate tests, not goldens.
-        if path.is_dir() && path.file_name().is_some_and(|n| n != "invalid" && n != "traces-full") {
+        if path.is_dir() && path.file_name().is_some_and(|n| !NOT_INPUTS.iter().any(|x| n == *x)) {
             collect(&path, &mut found);
         }
     }
     found.sort();
     found
 }
+
+/// Directories of `testdata/` that are not `normalize` inputs: `invalid/` must fail, `traces-full/` holds whole corpus
+/// files for the aggregate tests, `synth/` statistics for `infertrace synth`, `mapped/` inputs that need `--map`.
+const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped"];
 
 fn collect(dir: &Path, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
