@@ -47,6 +47,7 @@ fn render(dataset: &Dataset) -> String {
 
 #[test]
 fn golden() {
+    // `testdata/mapped/` is left out: those inputs need their mapping (`--map`); `mapped.rs` tests them.
     insta::glob!("../../../testdata", "{mooncake,azure-llm,vllm,sglang,dynamo}/*/*.*", |path| {
         let relative = path.strip_prefix(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata").canonicalize().unwrap(),
