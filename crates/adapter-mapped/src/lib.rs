@@ -74,8 +74,8 @@ impl InputKind {
     /// One line for `infertrace formats`.
     pub const fn description(self) -> &'static str {
         match self {
-            InputKind::Csv => "any per-request CSV with a header, read through --map <mapping.toml> (never detected)",
-            InputKind::Jsonl => "any per-request JSONL, read through --map <mapping.toml> (never detected)",
+            InputKind::Csv => "Any per-request CSV with a header, read through --map <mapping.toml> (never detected)",
+            InputKind::Jsonl => "Any per-request JSONL, read through --map <mapping.toml> (never detected)",
         }
     }
 }
@@ -223,10 +223,15 @@ mod tests {
             finish_reason = "choices.0.finish_reason"
             kv_transfer_bytes = { from = "kv.bytes", optional = true }
         "#;
-        let text = r#"{"meta": {"id": "r-1", "conversation": 42}, "t": 0.5, "usage": {"prompt_tokens": 900, "completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 512}}, "choices": [{"finish_reason": "stop", "text": "…"}]}
-
-{"meta": {"id": 7587888160958627596}, "t": "2", "usage": {"prompt_tokens": 10, "completion_tokens": null}, "choices": [], "kv": {"bytes": 18446744073709551615}}
-"#;
+        let text = concat!(
+            r#"{"meta": {"id": "r-1", "conversation": 42}, "t": 0.5, "usage": {"prompt_tokens": 900, "#,
+            r#""completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 512}}, "#,
+            r#""choices": [{"finish_reason": "stop", "text": "…"}]}"#,
+            "\n\n",
+            r#"{"meta": {"id": 7587888160958627596}, "t": "2", "usage": {"prompt_tokens": 10, "#,
+            r#""completion_tokens": null}, "choices": [], "kv": {"bytes": 18446744073709551615}}"#,
+            "\n",
+        );
         let start = MAY_10_2024 * NS;
         let (sink, report) =
             parse(InputKind::Jsonl, mapping, text, ParseOptions { start_ns: start, ..Default::default() });
