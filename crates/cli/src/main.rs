@@ -5,14 +5,15 @@ use std::io::{self, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use infertrace::registry::{ADAPTERS, FormatArg};
+use infertrace::registry::{self, ADAPTERS, FormatArg};
 use infertrace::summary::{self, INPUT_COUNTS_FROM, INPUT_HEADERS};
 use infertrace::{NormalizeOptions, NormalizeReport, ServegenOptions, normalize, synth_servegen};
 use infertrace_adapter::time::parse_rfc3339;
-use infertrace_adapter::{ParseOptions, UtcOffset};
+use infertrace_adapter::{Adapter, ParseOptions, UtcOffset};
+use infertrace_adapter_mapped::InputKind;
 
 /// Normalize LLM serving logs, benchmark exports and production traces into one canonical Parquet trace.
 #[derive(Debug, Parser)]
@@ -47,9 +48,12 @@ struct NormalizeArgs {
     /// Dataset directory to write: requests.parquet, samples.parquet, cache_events.parquet, manifest.json.
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
-    /// Input format; `auto` picks one per file from its first bytes.
+    /// Input format; `auto` picks one per file from its first bytes; `csv` and `jsonl` need --map.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     format: FormatArg,
+    /// Mapping of a per-request log's columns to canonical ones (TOML), for --format csv or jsonl.
+    #[arg(long, value_name = "FILE")]
+    map: Option<PathBuf>,
     /// Year for timestamps written without one.
     #[arg(long, value_name = "YYYY", value_parser = clap::value_parser!(i32).range(1970..=2261))]
     year: Option<i32>,
@@ -153,9 +157,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let mut out = io::stdout().lock();
     match cli.command {
         Command::Formats => {
-            let width = ADAPTERS.iter().map(|a| a.id().len()).max().unwrap_or(0);
-            for adapter in ADAPTERS {
-                writeln!(out, "{:width$}  {}", adapter.id(), adapter.description())?;
+            let formats = ADAPTERS.iter().map(|a| (a.id(), a.description()));
+            let formats: Vec<_> = formats.chain(InputKind::ALL.iter().map(|k| (k.id(), k.description()))).collect();
+            let width = formats.iter().map(|(id, _)| id.len()).max().unwrap_or(0);
+            for (id, description) in formats {
+                writeln!(out, "{id:width$}  {description}")?;
             }
         }
         Command::Schema { json } => {
@@ -164,10 +170,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out.write_all(text.as_bytes())?;
         }
         Command::Normalize(args) => {
+            // An adapter built from --map lives here, for the whole run.
+            let mapped;
+            let format: Option<&dyn Adapter> = match (args.format.mapped(), &args.map) {
+                (Some(kind), Some(path)) => {
+                    mapped = registry::mapped_adapter(kind, path)?;
+                    Some(&mapped)
+                }
+                (Some(kind), None) => bail!("--format {} needs --map <FILE>, the mapping of its columns", kind.id()),
+                (None, Some(path)) => bail!("--map {} needs --format csv or --format jsonl", path.display()),
+                (None, None) => args.format.adapter(),
+            };
             let options = NormalizeOptions {
                 inputs: args.inputs,
                 output: args.output,
-                format: args.format.adapter(),
+                format,
                 parse: ParseOptions { year: args.year, utc_offset: args.utc_offset, start_ns: args.start },
                 force: args.force,
             };

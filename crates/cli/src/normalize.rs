@@ -17,13 +17,14 @@ use crate::registry::{self, DetectError};
 
 /// What to normalize and how.
 #[derive(Debug, Clone)]
-pub struct NormalizeOptions {
+pub struct NormalizeOptions<'a> {
     /// Files and directories to read.
     pub inputs: Vec<PathBuf>,
     /// Dataset directory to write.
     pub output: PathBuf,
-    /// The adapter for every input, or `None` to detect one per file.
-    pub format: Option<&'static dyn Adapter>,
+    /// The adapter for every input, or `None` to detect one per file. Borrowed rather than `'static` so that an
+    /// adapter built at run time (`--format csv --map m.toml`) is passed the same way as the registry's.
+    pub format: Option<&'a dyn Adapter>,
     /// Assumptions for inputs that lack them.
     pub parse: ParseOptions,
     /// Replace an existing output.
@@ -52,7 +53,7 @@ impl NormalizeReport {
 /// at all was recognised, or the output cannot be written. A file found in an input directory that no adapter
 /// recognises (a README, a sidecar) is skipped and listed in the manifest's `skipped`. Content problems are
 /// diagnostics in the manifest, not failures.
-pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<NormalizeReport> {
+pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Result<NormalizeReport> {
     let files = collect_inputs(&options.inputs, &options.output)?;
     progress.set_length(files.iter().map(|f| f.bytes).sum());
     let mut writer = DatasetWriter::create(&options.output, options.force).map_err(|e| match e {
@@ -76,7 +77,7 @@ pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<N
         bail!(
             "no adapter recognises any input ({} files skipped); pass --format with one of: {}",
             skipped.len(),
-            registry::ids()
+            registry::choices()
         );
     }
     let manifest = Manifest {
@@ -99,6 +100,7 @@ pub fn normalize(options: &NormalizeOptions, progress: &ProgressBar) -> Result<N
 
 /// What became of one input file.
 enum Outcome {
+    /// Boxed: an entry is large and a skipped file's reason is small.
     Read(Box<InputEntry>),
     /// A file of an input directory no adapter claims, and why.
     Skipped(String),
@@ -106,7 +108,7 @@ enum Outcome {
 
 fn normalize_file(
     file: &InputFile,
-    options: &NormalizeOptions,
+    options: &NormalizeOptions<'_>,
     writer: &mut DatasetWriter,
     progress: &ProgressBar,
 ) -> Result<Outcome> {
@@ -121,7 +123,7 @@ fn normalize_file(
             return Ok(Outcome::Skipped(format!("ambiguous: {}", ids.join(", "))));
         }
         (None, Err(DetectError::Unknown)) => {
-            bail!("no adapter recognises input {}; pass --format with one of: {}", file.display, registry::ids())
+            bail!("no adapter recognises input {}; pass --format with one of: {}", file.display, registry::choices())
         }
         (None, Err(DetectError::Ambiguous(ids))) => {
             bail!("input {} matches several formats ({}); pass --format to choose", file.display, ids.join(", "))

@@ -1,8 +1,15 @@
 //! The closed list of adapters the CLI knows, and `--format` values.
+//!
+//! Two values name no adapter of the list: `csv` and `jsonl` read any per-request log through a mapping file
+//! (`--map`), so their adapter is built at run time ([`mapped_adapter`]) and is never auto-detected.
 
+use std::path::Path;
+
+use anyhow::Context as _;
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence};
 use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
+use infertrace_adapter_mapped::{InputKind, MappedAdapter, Mapping};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
 use infertrace_adapter_traces::{
     AzureLlm, BailianTrace, BurstGpt, LlmServingSim, Mooncake, MooncakeDelta, RagPulse, TraceLab, WekaTrace,
@@ -112,14 +119,36 @@ pub enum FormatArg {
     /// GenAI-Perf profile export.
     #[value(name = "genai-perf")]
     GenaiPerf,
+    /// Any per-request CSV with a header, read through --map (never detected).
+    Csv,
+    /// Any per-request JSONL, read through --map (never detected).
+    Jsonl,
 }
 
 impl FormatArg {
-    /// The adapter this value names, or `None` for `auto`.
+    /// The adapter of the static list this value names, or `None` for `auto` and for the mapped formats
+    /// (`csv`, `jsonl`: see [`mapped`](Self::mapped)).
     pub fn adapter(self) -> Option<&'static dyn Adapter> {
         let name = self.to_possible_value().expect("no variant is skipped").get_name().to_owned();
         ADAPTERS.iter().copied().find(|a| a.id() == name)
     }
+
+    /// The input kind of a mapped format (`csv`, `jsonl`), which needs `--map`.
+    pub fn mapped(self) -> Option<InputKind> {
+        match self {
+            FormatArg::Csv => Some(InputKind::Csv),
+            FormatArg::Jsonl => Some(InputKind::Jsonl),
+            _ => None,
+        }
+    }
+}
+
+/// The adapter for `--format csv|jsonl --map <path>`: the mapping file read and checked, errors on one line
+/// naming the file.
+pub fn mapped_adapter(kind: InputKind, path: &Path) -> anyhow::Result<MappedAdapter> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read mapping {}", path.display()))?;
+    let mapping = Mapping::from_toml(&text).with_context(|| format!("mapping {}", path.display()))?;
+    Ok(MappedAdapter::new(kind, mapping))
 }
 
 /// The adapter with this id.
@@ -130,6 +159,11 @@ pub fn by_id(id: &str) -> Option<&'static dyn Adapter> {
 /// Ids of all adapters, comma-separated, for messages.
 pub fn ids() -> String {
     ADAPTERS.iter().map(|a| a.id()).collect::<Vec<_>>().join(", ")
+}
+
+/// Every `--format` choice but `auto`, for messages that tell the user what to pass.
+pub fn choices() -> String {
+    format!("{}, or csv/jsonl with --map <mapping.toml>", ids())
 }
 
 /// Why no single adapter was chosen for an input.
@@ -159,17 +193,24 @@ mod tests {
 
     #[test]
     fn every_adapter_has_a_format_value_and_back() {
+        let listed = |v: &&FormatArg| **v != FormatArg::Auto && v.mapped().is_none();
         let values: Vec<String> = FormatArg::value_variants()
             .iter()
-            .filter(|v| **v != FormatArg::Auto)
+            .filter(listed)
             .map(|v| v.to_possible_value().unwrap().get_name().to_owned())
             .collect();
         let ids: Vec<&str> = ADAPTERS.iter().map(|a| a.id()).collect();
         assert_eq!(values, ids);
-        for value in FormatArg::value_variants().iter().filter(|v| **v != FormatArg::Auto) {
+        for value in FormatArg::value_variants().iter().filter(listed) {
             assert!(value.adapter().is_some(), "{value:?}");
         }
         assert!(FormatArg::Auto.adapter().is_none());
+        // The mapped formats are values too, named as their adapters' ids, and never in the detected list.
+        for kind in InputKind::ALL {
+            let value = FormatArg::from_str(kind.id(), false).unwrap();
+            assert_eq!(value.mapped(), Some(*kind));
+            assert!(value.adapter().is_none() && by_id(kind.id()).is_none());
+        }
     }
 
     #[test]

@@ -234,7 +234,9 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "dynamo-kv-events",
             "dynamo-metrics",
             "aiperf",
-            "genai-perf"
+            "genai-perf",
+            "csv",
+            "jsonl"
         ]
     );
 

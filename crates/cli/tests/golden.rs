@@ -47,6 +47,7 @@ fn render(dataset: &Dataset) -> String {
 
 #[test]
 fn golden() {
+    // `testdata/mapped/` is left out: those inputs need their mapping (`--map`); `mapped.rs` tests them.
     insta::glob!("../../../testdata", "{mooncake,azure-llm,vllm,sglang,dynamo,traces,traces/*}/*/*.*", |path| {
         // `traces/<format>/<generation>/` directories such as `1.x` match the pattern too.
         if path.is_dir() {

@@ -1,0 +1,109 @@
+//! Mapped JSONL: one JSON object per line, one request per object.
+//!
+//! Each line is parsed on its own (Python's `NaN` and `Infinity` read as text, so they become invalid values,
+//! not malformed lines); a source name is a key, or a dotted path into nested objects and arrays
+//! (`usage.prompt_tokens`, `choices.0.finish_reason`). At each level a key equal to the whole remaining path wins,
+//! so a flat key that contains dots (`"timing.ttft"`) is found too.
+
+use std::io::BufRead;
+
+use infertrace_adapter::json::{error_message, quote_python_floats};
+use infertrace_adapter::{Diagnostic, DiagnosticKind, LineReader, ParseError, Sink, utf8_line};
+use serde_json::Value;
+
+use crate::mapping::{Mapping, Source};
+use crate::record::{Cell, Rows};
+
+pub(crate) fn parse(
+    mapping: &Mapping,
+    rows: &mut Rows<'_>,
+    input: &mut dyn BufRead,
+    sink: &mut dyn Sink,
+) -> Result<u64, ParseError> {
+    let mut lines = LineReader::new(input);
+    while let Some((line_no, bytes)) = lines.next_bytes()? {
+        let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
+        let line = if line_no == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
+        if line.trim_ascii().is_empty() {
+            continue; // A blank line carries nothing to lose.
+        }
+        let object = match serde_json::from_str::<Value>(&quote_python_floats(line)) {
+            Ok(Value::Object(object)) => Value::Object(object),
+            Ok(_) => {
+                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "JSON but not an object"));
+                continue;
+            }
+            Err(error) => {
+                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, error_message(&error)));
+                continue;
+            }
+        };
+        let columns = mapping.columns();
+        let cell = |i: usize| {
+            let Source::From(path) = &columns[i].source else { return Cell::Null };
+            match lookup(&object, path) {
+                None => Cell::Absent,
+                Some(Value::Null) => Cell::Null,
+                Some(Value::String(text)) => Cell::Text(text.as_str().into()),
+                Some(Value::Number(n)) => Cell::Text(n.to_string().into()),
+                Some(Value::Bool(b)) => Cell::Text(if *b { "true" } else { "false" }.into()),
+                Some(Value::Array(_) | Value::Object(_)) => Cell::NotScalar,
+            }
+        };
+        rows.record(line_no, cell, sink)?;
+    }
+    Ok(lines.lines_read())
+}
+
+/// The value at `path` in `value`: a key equal to the whole path first, else the first dotted segment as a key
+/// (or an index into an array) and the rest below it.
+fn lookup<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+    match value {
+        Value::Object(map) => {
+            if let Some(found) = map.get(path) {
+                return Some(found);
+            }
+            let (head, rest) = path.split_once('.')?;
+            lookup(map.get(head)?, rest)
+        }
+        Value::Array(items) => {
+            let (head, rest) = match path.split_once('.') {
+                Some((head, rest)) => (head, Some(rest)),
+                None => (path, None),
+            };
+            let item = items.get(head.parse::<usize>().ok()?)?;
+            match rest {
+                Some(rest) => lookup(item, rest),
+                None => Some(item),
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_reach_nested_values() {
+        let value: Value = serde_json::from_str(
+            r#"{"a": {"b": {"c": 1}}, "timing.ttft": 2, "choices": [{"finish_reason": "stop"}], "x": 3}"#,
+        )
+        .unwrap();
+        let cases: &[(&str, Option<Value>)] = &[
+            ("a.b.c", Some(1.into())),
+            ("timing.ttft", Some(2.into())),
+            ("choices.0.finish_reason", Some("stop".into())),
+            ("choices.1.finish_reason", None),
+            ("choices.first", None),
+            ("x", Some(3.into())),
+            ("x.y", None),
+            ("a.b", Some(serde_json::json!({"c": 1}))),
+            ("missing", None),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(lookup(&value, path), expected.as_ref(), "{path}");
+        }
+    }
+}
