@@ -1268,31 +1268,6 @@ fn parse_summary_json(input: &mut dyn BufRead, sink: &mut dyn Sink) -> Result<Pa
     Ok(ParseReport { format_version, clock_domain: ClockDomain::Utc, year: None, lines: reader.lines(), details })
 }
 
-/// Splits one CSV record (Python's `csv` quoting: `"…"` with `""` for a quote). `None` for an unclosed quote.
-fn csv_fields(line: &str) -> Option<Vec<String>> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut chars = line.chars().peekable();
-    let mut quoted = false;
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                chars.next();
-                field.push('"');
-            }
-            (true, '"') => quoted = false,
-            (false, '"') if field.is_empty() => quoted = true,
-            (false, ',') => fields.push(std::mem::take(&mut field)),
-            _ => field.push(c),
-        }
-    }
-    if quoted {
-        return None;
-    }
-    fields.push(field);
-    Some(fields)
-}
-
 /// `Time to First Token (ms)` → (`time_to_first_token`, `Some("ms")`).
 fn csv_label(label: &str) -> (String, Option<&str>) {
     let label = label.trim();
@@ -1337,7 +1312,7 @@ fn parse_summary_csv(input: &mut dyn BufRead, sink: &mut dyn Sink) -> Result<Par
             section = Section::None;
             continue;
         }
-        let Some(fields) = csv_fields(line) else {
+        let Some(fields) = crate::csv_record(line) else {
             sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedCsv, "a quoted field is not closed"));
             continue;
         };
@@ -1752,7 +1727,7 @@ mod tests {
             ("output_token_throughput_per_user".to_owned(), Some("tokens/sec/user"))
         );
         assert_eq!(csv_label("Request Count"), ("request_count".to_owned(), None));
-        assert_eq!(csv_fields(r#""a, ""b""",1"#), Some(vec![r#"a, "b""#.to_owned(), "1".to_owned()]));
-        assert_eq!(csv_fields(r#""open,1"#), None);
+        assert_eq!(crate::csv_record(r#""a, ""b""",1"#), Some(vec![r#"a, "b""#.to_owned(), "1".to_owned()]));
+        assert_eq!(crate::csv_record(r#""open,1"#), None);
     }
 }

@@ -844,7 +844,7 @@ fn parse_csv(input: &mut dyn BufRead, sink: &mut dyn Sink) -> Result<ParseReport
             header = None;
             continue;
         }
-        let Some(fields) = split_csv(line) else {
+        let Some(fields) = crate::csv_record(line) else {
             sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedCsv, "unterminated quoted field"));
             continue;
         };
@@ -914,31 +914,6 @@ fn parse_csv(input: &mut dyn BufRead, sink: &mut dyn Sink) -> Result<ParseReport
         lines: lines.lines_read(),
         details,
     })
-}
-
-/// The fields of one CSV record (RFC 4180 quoting, `""` inside quotes), or `None` when a quote is left open.
-fn split_csv(line: &str) -> Option<Vec<String>> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut chars = line.chars().peekable();
-    let mut quoted = false;
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                chars.next();
-                field.push('"');
-            }
-            (true, '"') => quoted = false,
-            (false, '"') if field.is_empty() => quoted = true,
-            (false, ',') => fields.push(std::mem::take(&mut field)),
-            (_, c) => field.push(c),
-        }
-    }
-    if quoted {
-        return None;
-    }
-    fields.push(field);
-    Some(fields)
 }
 
 /// A value as GenAI-Perf formats it (`1,234.50`): `Some(None)` for `N/A` or an empty cell, `None` when unreadable.
@@ -1163,10 +1138,10 @@ Gpu Power Limit (W),gpu0,700.00\r\n";
     #[test]
     fn csv_fields() {
         assert_eq!(
-            split_csv("a,\"b,c\",\"d\"\"e\",\"\""),
+            crate::csv_record("a,\"b,c\",\"d\"\"e\",\"\""),
             Some(vec!["a".into(), "b,c".into(), "d\"e".into(), "".into()])
         );
-        assert_eq!(split_csv(r#"a,"b"#), None);
+        assert_eq!(crate::csv_record(r#"a,"b"#), None);
         assert_eq!(csv_number("1,234.50"), Some(Some(Value::from(1234.5))));
         assert_eq!(csv_number("N/A"), Some(None));
         assert_eq!(csv_number("abc"), None);

@@ -27,3 +27,30 @@ pub use kv_events::DynamoKvEvents;
 pub use log::DynamoLog;
 pub use prometheus::DynamoMetrics;
 pub use request_trace::DynamoRequestTrace;
+
+/// Splits one CSV record of the summary exports (Python's `csv` quoting, RFC 4180: `"…"` with `""` for a quote).
+/// `None` for an unclosed quote. Line by line rather than with the csv crate, so that diagnostics keep the file's line
+/// numbers (the summaries' records never span lines).
+pub(crate) fn csv_record(line: &str) -> Option<Vec<String>> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, ',') => fields.push(std::mem::take(&mut field)),
+            _ => field.push(c),
+        }
+    }
+    if quoted {
+        return None;
+    }
+    fields.push(field);
+    Some(fields)
+}
