@@ -1,5 +1,5 @@
 //! The infertrace command line: normalize inputs into a canonical dataset, sample one from published statistics
-//! (`synth`), list formats, print the schema.
+//! (`synth`), summarise datasets (`metrics`), list formats, print the schema.
 //!
 //! This crate wires adapters to the dataset writer. It owns everything that touches the outside world: walking
 //! directories, choosing adapters (a closed registry, not registration magic), the progress bar, the summary
@@ -7,6 +7,7 @@
 //!
 //! The library half exists so that `cargo xtask normalize` and the tests run exactly what the binary runs.
 
+pub mod metrics;
 mod normalize;
 pub mod paths;
 pub mod registry;

@@ -8,12 +8,14 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use infertrace::metrics;
 use infertrace::registry::{self, ADAPTERS, FormatArg};
 use infertrace::summary::{self, INPUT_COUNTS_FROM, INPUT_HEADERS};
 use infertrace::{NormalizeOptions, NormalizeReport, ServegenOptions, normalize, synth_servegen};
 use infertrace_adapter::time::parse_rfc3339;
 use infertrace_adapter::{Adapter, ParseOptions, UtcOffset};
 use infertrace_adapter_mapped::InputKind;
+use infertrace_engine::{GroupBy, MetricsOptions, Slo};
 
 /// Normalize LLM serving logs, benchmark exports and production traces into one canonical Parquet trace.
 #[derive(Debug, Parser)]
@@ -30,6 +32,9 @@ enum Command {
     /// Sample a per-request dataset from published workload statistics.
     #[command(subcommand)]
     Synth(SynthCommand),
+    /// Summarise datasets: status counts, latency distributions, throughput, goodput, cache hit and reuse rates,
+    /// reasoning depth, KV-cache usage and queue depth per instance.
+    Metrics(MetricsArgs),
     /// List the input formats, one per line.
     Formats,
     /// Print the canonical schema (Markdown, or JSON with --json).
@@ -69,6 +74,57 @@ struct NormalizeArgs {
     /// Replace the output directory if it exists.
     #[arg(long)]
     force: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct MetricsArgs {
+    /// Dataset directories written by `infertrace normalize` or `synth`; their rows are taken together.
+    #[arg(required = true, value_name = "DATASET")]
+    datasets: Vec<PathBuf>,
+    /// Print the JSON object described by schemas/metrics.schema.json instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Bounds for goodput: comma-separated name=duration with names ttft, tpot, e2e, queue, prefill, decode,
+    /// kv_transfer and durations in us, ms, s or m.
+    #[arg(long, value_name = "NAME=TIME,…", value_parser = parse_slo)]
+    slo: Option<Slo>,
+    /// Break every figure down by the values of this column (as stored; the workload class is not inferred).
+    #[arg(long, value_enum, value_name = "COLUMN")]
+    by: Option<ByColumn>,
+}
+
+/// The columns `--by` accepts, spelled as the columns are.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ByColumn {
+    #[value(name = "source")]
+    Source,
+    #[value(name = "model")]
+    Model,
+    #[value(name = "instance")]
+    Instance,
+    #[value(name = "workload_class")]
+    WorkloadClass,
+    #[value(name = "session_id")]
+    SessionId,
+    #[value(name = "status")]
+    Status,
+}
+
+impl From<ByColumn> for GroupBy {
+    fn from(by: ByColumn) -> Self {
+        match by {
+            ByColumn::Source => GroupBy::Source,
+            ByColumn::Model => GroupBy::Model,
+            ByColumn::Instance => GroupBy::Instance,
+            ByColumn::WorkloadClass => GroupBy::WorkloadClass,
+            ByColumn::SessionId => GroupBy::SessionId,
+            ByColumn::Status => GroupBy::Status,
+        }
+    }
+}
+
+fn parse_slo(text: &str) -> Result<Slo, String> {
+    Slo::parse(text).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Subcommand)]
@@ -198,6 +254,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!("error: {} diagnostics and --strict was given", summary::count(report.diagnostics()));
                 return Ok(ExitCode::from(1));
             }
+        }
+        Command::Metrics(args) => {
+            let options = MetricsOptions { slo: args.slo.unwrap_or_default(), by: args.by.map(GroupBy::from) };
+            let computed = metrics::metrics(&args.datasets, &options)?;
+            let text = if args.json { metrics::metrics_json(&computed) } else { metrics::render_metrics(&computed) };
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
         }
         Command::Synth(SynthCommand::Servegen(args)) => {
             let options = ServegenOptions {

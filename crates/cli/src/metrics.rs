@@ -1,0 +1,209 @@
+//! `infertrace metrics`: open datasets, compute with the engine, render a terminal report or JSON.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use infertrace_engine::{Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary, compute};
+use infertrace_schema::Dataset;
+
+use crate::summary::{count, render_table};
+
+/// Opens every dataset of `paths` and computes the metrics of their rows taken together.
+pub fn metrics(paths: &[PathBuf], options: &MetricsOptions) -> Result<Metrics> {
+    let datasets = paths
+        .iter()
+        .map(|path| Dataset::open(path).with_context(|| format!("cannot read dataset {}", path.display())))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(compute(&datasets, options))
+}
+
+/// The metrics as pretty JSON with a final newline (the object of `schemas/metrics.schema.json`).
+pub fn metrics_json(metrics: &Metrics) -> String {
+    let mut text = serde_json::to_string_pretty(metrics).expect("metrics always serialize");
+    text.push('\n');
+    text
+}
+
+/// The metrics as readable text: the overall figures, then each group's.
+pub fn render_metrics(metrics: &Metrics) -> String {
+    let mut out = String::new();
+    if !metrics.slo.is_empty() {
+        let bounds: Vec<String> =
+            metrics.slo.iter().map(|(latency, bound)| format!("{latency} ≤ {}", seconds(*bound))).collect();
+        writeln!(out, "slo: {}", bounds.join(", ")).unwrap();
+    }
+    writeln!(out, "quantiles: linear interpolation between closest ranks").unwrap();
+    out.push('\n');
+    out.push_str(&render_group("all requests", &metrics.overall));
+    if let Some(by) = metrics.by {
+        for (key, group) in &metrics.groups {
+            out.push('\n');
+            out.push_str(&render_group(&format!("{} = {key}", by.column()), group));
+        }
+    }
+    out
+}
+
+fn render_group(title: &str, g: &GroupMetrics) -> String {
+    let mut out = String::new();
+    writeln!(out, "== {title} ==").unwrap();
+    let statuses: Vec<String> =
+        g.status.iter().filter(|(_, n)| **n > 0).map(|(s, n)| format!("{s} {}", count(*n))).collect();
+    writeln!(
+        out,
+        "requests: {} ({}); success rate {}",
+        count(g.requests),
+        if statuses.is_empty() { "none".to_owned() } else { statuses.join(", ") },
+        percent(g.success_rate)
+    )
+    .unwrap();
+    let t = &g.throughput;
+    writeln!(
+        out,
+        "throughput: {} requests/s, {} input tokens/s, {} output tokens/s over {}",
+        rate(t.requests_per_s),
+        rate(t.input_tokens_per_s),
+        rate(t.output_tokens_per_s),
+        t.span_s.map_or("no span".to_owned(), seconds)
+    )
+    .unwrap();
+    if let Some(goodput) = &g.goodput {
+        writeln!(
+            out,
+            "goodput: {} requests/s, {} of requests meet every SLO ({})",
+            rate(goodput.requests_per_s),
+            percent(goodput.fraction),
+            count(goodput.requests)
+        )
+        .unwrap();
+    }
+    let cache = &g.cache;
+    let mut hit = format!("cache hit rate: {}", percent(cache.total.hit_rate));
+    if cache.total.requests > 0 {
+        write!(hit, " of {} input tokens ({} requests)", count(cache.total.input_tokens), count(cache.total.requests))
+            .unwrap();
+    }
+    let tiers: Vec<String> = cache
+        .tiers
+        .iter()
+        .filter(|(_, rate)| rate.requests > 0)
+        .map(|(tier, rate)| format!("{tier} {}", percent(rate.hit_rate)))
+        .collect();
+    if !tiers.is_empty() {
+        write!(hit, "; {}", tiers.join(", ")).unwrap();
+    }
+    writeln!(out, "{hit}").unwrap();
+    let reuse = &cache.reuse;
+    if reuse.requests > 0 {
+        writeln!(
+            out,
+            "prefix reuse (unbounded cache): {} of {} tokens ({} requests)",
+            percent(reuse.hit_rate),
+            count(reuse.tokens),
+            count(reuse.requests)
+        )
+        .unwrap();
+    }
+    let depth = &g.reasoning;
+    if depth.requests > 0 {
+        writeln!(
+            out,
+            "reasoning depth R: {} ({} reasoning / {} answer tokens, {} requests)",
+            depth.multiplier.map_or("-".to_owned(), |r| significant(r, "")),
+            count(depth.reasoning_tokens),
+            count(depth.answer_tokens),
+            count(depth.requests)
+        )
+        .unwrap();
+    }
+    let rows: Vec<Vec<String>> =
+        g.latency.iter().filter(|(_, d)| d.count > 0).map(|(latency, d)| duration_row(*latency, d)).collect();
+    if !rows.is_empty() {
+        out.push('\n');
+        out.push_str(&render_table(&["duration", "count", "mean", "p50", "p90", "p95", "p99", "max"], &rows, 1));
+    }
+    if !g.engine.is_empty() {
+        let rows: Vec<Vec<String>> = g
+            .engine
+            .iter()
+            .map(|(instance, s)| {
+                let mut row = vec![instance.clone()];
+                row.extend(sample_cells(&s.kv_cache_usage, |v| percent(Some(v))));
+                row.extend(sample_cells(&s.requests_waiting, |v| significant(v, "")));
+                row
+            })
+            .collect();
+        let headers = ["instance", "kv usage n", "mean", "p95", "max", "waiting n", "mean", "p95", "max"];
+        out.push('\n');
+        out.push_str(&render_table(&headers, &rows, 1));
+    }
+    out
+}
+
+fn duration_row(latency: Latency, d: &Distribution) -> Vec<String> {
+    let cell = |v: Option<f64>| v.map_or("-".to_owned(), seconds);
+    vec![
+        latency.column().to_owned(),
+        count(d.count),
+        cell(d.mean),
+        cell(d.p50),
+        cell(d.p90),
+        cell(d.p95),
+        cell(d.p99),
+        cell(d.max),
+    ]
+}
+
+fn sample_cells(s: &SampleSummary, format: impl Fn(f64) -> String) -> [String; 4] {
+    let cell = |v: Option<f64>| v.map_or("-".to_owned(), &format);
+    [count(s.count), cell(s.mean), cell(s.p95), cell(s.max)]
+}
+
+/// Three significant digits with a unit suffix: `7.10`, `65.5`, `0.400`, `1234`.
+fn significant(value: f64, unit: &str) -> String {
+    if value == 0.0 {
+        return format!("0{unit}");
+    }
+    let digits = value.abs().log10().floor() as i32;
+    let decimals = (2 - digits).clamp(0, 6) as usize;
+    format!("{value:.decimals$}{unit}")
+}
+
+/// A duration with three significant digits in s, ms or µs: `7.10 s`, `65.5 s`, `123 ms`.
+pub fn seconds(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude >= 1.0 || magnitude == 0.0 {
+        significant(value, " s")
+    } else if magnitude >= 1e-3 {
+        significant(value * 1e3, " ms")
+    } else {
+        significant(value * 1e6, " µs")
+    }
+}
+
+fn rate(value: Option<f64>) -> String {
+    value.map_or("-".to_owned(), |v| significant(v, ""))
+}
+
+fn percent(value: Option<f64>) -> String {
+    value.map_or("-".to_owned(), |v| format!("{:.1}%", v * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_keep_three_significant_digits() {
+        assert_eq!(seconds(7.1), "7.10 s");
+        assert_eq!(seconds(65.49), "65.5 s");
+        assert_eq!(seconds(123.4), "123 s");
+        assert_eq!(seconds(0.1234), "123 ms");
+        assert_eq!(seconds(0.00456), "4.56 ms");
+        assert_eq!(seconds(0.0000456), "45.6 µs");
+        assert_eq!(seconds(0.0), "0 s");
+        assert_eq!(significant(0.4, ""), "0.400");
+        assert_eq!(significant(12345.6, ""), "12346");
+    }
+}

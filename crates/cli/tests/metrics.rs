@@ -1,0 +1,123 @@
+//! `infertrace metrics` end to end: datasets normalized from committed inputs, then summarised by the binary and
+//! by the library.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use infertrace::metrics::{metrics, render_metrics};
+use infertrace_engine::{GroupBy, Latency, MetricsOptions, Slo};
+
+fn infertrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_infertrace")).args(args).output().expect("the binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn llmservingsim_run(run: &str) -> PathBuf {
+    common::testdata().join("traces-full/llmservingsim").join(run).join("vllm_requests.jsonl.zst")
+}
+
+/// The `duration` table row of `name` in the text report, split into cells.
+fn duration_row<'t>(text: &'t str, name: &str) -> Vec<&'t str> {
+    let line = text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{text}"));
+    line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect()
+}
+
+/// The anchor: the mean TTFT of the LLMServingSim vLLM 0.19 benchmark runs, as their whole request logs give it.
+#[test]
+fn llmservingsim_vllm_runs_have_their_known_mean_ttft() {
+    let dir = tempfile::tempdir().unwrap();
+    for (run, mean) in [
+        ("llmservingsim_vllm_bench_RTX4090_llama31_8b", "65.5 s"),
+        ("llmservingsim_vllm_bench_RTXPRO6000_llama31_8b", "7.10 s"),
+    ] {
+        let out = dir.path().join(run);
+        common::run(&[llmservingsim_run(run)], &out);
+        let computed = metrics(&[out], &MetricsOptions::default()).unwrap();
+        assert_eq!(computed.overall.requests, 300);
+        assert_eq!(computed.overall.latency[&Latency::Ttft].count, 300);
+        let text = render_metrics(&computed);
+        let row = duration_row(&text, "ttft_s");
+        assert_eq!(row[1..3], ["300", mean], "{run}:\n{text}");
+    }
+}
+
+fn synthetic_dataset(dir: &Path) -> PathBuf {
+    // Five benchmark requests with full timings and three workload requests with prefix hashes, in one dataset.
+    let out = dir.join("ds");
+    common::run(
+        &[
+            common::testdata().join("traces/llmservingsim/bench-requests/RTXPRO6000_vllm_requests_head.jsonl"),
+            common::testdata().join("traces/llmservingsim/workload/sharegpt_llama31_8b_lines_101_110_275.jsonl"),
+        ],
+        &out,
+    );
+    out
+}
+
+#[test]
+fn the_binary_prints_tables_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = synthetic_dataset(dir.path());
+    let path = dataset.to_str().unwrap();
+
+    let text = stdout(&infertrace(&["metrics", path, "--slo", "ttft=100ms,e2e=30s", "--by", "source"]));
+    assert!(text.contains("slo: ttft ≤ 100 ms, e2e ≤ 30.0 s"), "{text}");
+    assert!(text.contains("== all requests =="), "{text}");
+    assert!(text.contains("== source = llmservingsim =="), "{text}");
+    assert!(text.contains("goodput: "), "{text}");
+    assert!(text.contains("prefix reuse (unbounded cache): "), "{text}");
+    assert_eq!(duration_row(&text, "ttft_s")[1], "5", "{text}");
+
+    let json = stdout(&infertrace(&["metrics", path, "--json", "--slo", "ttft=100ms", "--by", "session_id"]));
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["metrics_version"], 1);
+    assert_eq!(value["by"], "session_id");
+    assert_eq!(value["slo"]["ttft"], 0.1);
+    assert_eq!(value["overall"]["requests"], 8);
+    assert_eq!(value["overall"]["latency"]["ttft"]["count"], 5);
+    assert_eq!(value["overall"]["status"]["ok"], 5);
+    assert_eq!(value["overall"]["status"]["unknown"], 3);
+    assert_eq!(value["overall"]["success_rate"], 1.0);
+    // Bench rows 1 to 4 have a TTFT of at most 100 ms (0.0626 s, 0.0794 s, 0.0494 s, 0.0993 s); row 0 has 0.170 s.
+    assert_eq!(value["overall"]["goodput"]["requests"], 4);
+    assert_eq!(value["overall"]["cache"]["reuse"]["requests"], 3);
+    // No row has a session: one group under "(none)".
+    let groups: Vec<&String> = value["groups"].as_object().unwrap().keys().collect();
+    assert_eq!(groups, ["(none)"]);
+    // The same again gives the same bytes.
+    let again = stdout(&infertrace(&["metrics", path, "--json", "--slo", "ttft=100ms", "--by", "session_id"]));
+    assert_eq!(json, again);
+}
+
+#[test]
+fn bad_arguments_and_missing_datasets_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let output = infertrace(&["metrics", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(text.starts_with("error: cannot read dataset ") && text.contains("nope"), "{text}");
+    let output = infertrace(&["metrics", "x", "--slo", "latency=1s"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown SLO"));
+    let output = infertrace(&["metrics", "x", "--by", "region"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn groups_by_status_match_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = synthetic_dataset(dir.path());
+    let options = MetricsOptions { slo: Slo::parse("e2e=20s").unwrap(), by: Some(GroupBy::Status) };
+    let computed = metrics(&[dataset], &options).unwrap();
+    let keys: Vec<&str> = computed.groups.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["ok", "unknown"]);
+    assert_eq!(computed.groups["ok"].requests, 5);
+    assert_eq!(computed.groups["unknown"].goodput.as_ref().unwrap().requests, 0);
+}

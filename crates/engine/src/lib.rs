@@ -1,0 +1,76 @@
+//! Metrics over canonical infertrace datasets: what `infertrace metrics` reports.
+//!
+//! [`compute`] reads the `requests` and `samples` tables of one or more [`Dataset`](infertrace_schema::Dataset)s
+//! (taken together, as one trace) and returns [`Metrics`], a plain value that serializes to the stable JSON object
+//! described by `schemas/metrics.schema.json`. Maps are `BTreeMap`s and groups are sorted by key, so the same
+//! datasets always give byte-identical output.
+//!
+//! Key decision: every figure is exact and defined on the rows alone, with the method stated here, so that two
+//! runs of infertrace, or infertrace and a notebook, agree to the last digit:
+//!
+//! - **Durations.** `ttft_s`, `tpot_s`, `e2e_s`, `queue_s`, `prefill_s`, `decode_s` and `kv_transfer_s` as stored,
+//!   and where null, derived from the row's instants exactly as `normalize` does
+//!   ([`RequestRow::fill_durations`](infertrace_schema::RequestRow::fill_durations)).
+//!   Each distribution is over the rows where the value is present, whatever their status.
+//! - **Quantiles** (`p50`, `p90`, `p95`, `p99`) interpolate linearly between closest ranks of the sorted values
+//!   (numpy's default, Hyndman–Fan type 7; see [`stats`]); `mean` is arithmetic; `max` is the largest value.
+//! - **Status.** `status` counts rows per value; `success_rate` is `ok` rows over rows whose status is not
+//!   `unknown` (null when no row's outcome is known: most public traces).
+//! - **Throughput.** The span runs from the earliest to the latest instant of any row (arrival, scheduling,
+//!   tokens, completion); requests/s counts every row, tokens/s sums `input_tokens` and `output_tokens` where
+//!   present. Each group has the span of its own rows. Datasets from different periods are one trace with a gap.
+//! - **Goodput.** A row meets an SLO only if its status is `ok` and the bounded duration is present and ≤ the
+//!   bound; a missing value does not meet it. `goodput.requests` meet every given SLO; `fraction` divides by all
+//!   rows, `requests_per_s` by the span.
+//! - **Cache hit rate.** Token-weighted: Σ`cached_tokens` / Σ`input_tokens` over rows having both, and likewise
+//!   per tier with `cached_tokens_gpu`, `_cpu`, `_disk` and `_remote`.
+//! - **Reuse.** The hit rate an unbounded prefix cache would reach on `prefix_hashes`: rows are replayed in
+//!   arrival order (rows without an arrival last, ties in input order), a block hits if its hash was seen
+//!   before (in an earlier row or earlier in the same row), and blocks weigh `block_size` tokens.
+//!   Within a group, only the group's rows are replayed.
+//! - **Reasoning depth multiplier** R = Σ`reasoning_tokens` / Σ(`output_tokens` − `reasoning_tokens`) over rows
+//!   having both (a row with more reasoning than output tokens adds 0 to the denominator); null when the
+//!   denominator is 0.
+//! - **Engine samples.** `kv_cache_usage` and `requests_waiting` from `samples`, per instance: count, mean over
+//!   samples (not time-weighted), p95 and max.
+//! - **Groups** (`--by`): rows are grouped on `source`, `model`, `instance`, `workload_class`, `session_id` or
+//!   `status` as stored, null under `(none)`. Samples carry only `source` and `instance`, so groups on other
+//!   columns have no engine figures (the overall object has them all). The workload class is never inferred.
+//!
+//! # JSON fields
+//!
+//! The top-level object has `metrics_version` ([`METRICS_VERSION`]), `quantile_method` (`linear`), `slo`
+//! (bounds in seconds by duration name: `ttft`, `tpot`, `e2e`, `queue`, `prefill`, `decode`, `kv_transfer`),
+//! `by` (the grouping column or null), `overall` and `groups` (one object per group key, empty without `by`).
+//! Each group object ([`GroupMetrics`]) has:
+//!
+//! - `requests`: rows; `status`: rows per status (all five values); `success_rate`.
+//! - `latency`: per duration name, `{count, mean, p50, p90, p95, p99, max}` in seconds.
+//! - `throughput`: `{span_s, requests_per_s, input_tokens, output_tokens, input_tokens_per_s,
+//!   output_tokens_per_s}`.
+//! - `goodput`: `{requests, fraction, requests_per_s}`, or null when no SLO was given.
+//! - `cache`: `{requests, input_tokens, cached_tokens, hit_rate}` overall, `tiers` (`gpu`, `cpu`, `disk`,
+//!   `remote`, each of the same shape), and `reuse`: `{requests, blocks, hit_blocks, tokens, hit_tokens,
+//!   hit_rate}`.
+//! - `reasoning`: `{requests, reasoning_tokens, answer_tokens, multiplier}`.
+//! - `engine`: per instance, `kv_cache_usage` and `requests_waiting`, each `{count, mean, p95, max}`.
+//!
+//! A figure that cannot be computed (no values, zero denominator, empty span) is null, never 0 or NaN.
+//!
+//! This crate deliberately does not print, read paths or compare datasets: the CLI opens datasets and renders,
+//! and merge, compare, reports, cost profiles and workload-class inference are not here yet.
+
+mod compute;
+mod read;
+pub mod slo;
+pub mod stats;
+
+pub use compute::{
+    Cache, Goodput, GroupBy, GroupMetrics, HitRate, InstanceSamples, METRICS_VERSION, Metrics, MetricsOptions,
+    NULL_GROUP, Reasoning, Reuse, Throughput, compute,
+};
+pub use slo::{Latency, Slo, SloError};
+pub use stats::{Distribution, SampleSummary};
+
+#[cfg(test)]
+mod tests;
