@@ -135,6 +135,11 @@ fn markdown() -> String {
     for (path, doc) in MANIFEST_FIELDS {
         md.push_str(&format!("| `{path}` | {doc} |\n"));
     }
+    md.push_str(
+        "\n## `metrics.schema.json`\n\nThe JSON Schema of `infertrace metrics --json`. It is written by hand next to \
+         the generated files, not by `cargo xtask codegen`; a test in `crates/engine` checks real output against it, \
+         and the crate's documentation explains every field.\n",
+    );
     md
 }
 
