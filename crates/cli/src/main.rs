@@ -35,6 +35,9 @@ enum Command {
     /// Summarise datasets: status counts, latency distributions, throughput, goodput, cache hit and reuse rates,
     /// reasoning depth, KV-cache usage and queue depth per instance.
     Metrics(MetricsArgs),
+    /// Compare the metrics of two datasets (measured vs replayed, before vs after): every figure of A and B with
+    /// B − A and (B − A) / |A|.
+    Compare(CompareArgs),
     /// List the input formats, one per line.
     Formats,
     /// Print the canonical schema (Markdown, or JSON with --json).
@@ -91,6 +94,28 @@ struct MetricsArgs {
     /// Break every figure down by the values of this column (as stored; the workload class is not inferred).
     #[arg(long, value_enum, value_name = "COLUMN")]
     by: Option<ByColumn>,
+}
+
+#[derive(Debug, clap::Args)]
+struct CompareArgs {
+    /// The reference dataset directory.
+    #[arg(value_name = "A")]
+    a: PathBuf,
+    /// The dataset compared with it.
+    #[arg(value_name = "B")]
+    b: PathBuf,
+    /// Print a JSON array of {path, a, b, delta, relative} instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Bounds for goodput, as for `metrics`.
+    #[arg(long, value_name = "NAME=TIME,…", value_parser = parse_slo)]
+    slo: Option<Slo>,
+    /// Compare the figures of each value of this column too.
+    #[arg(long, value_enum, value_name = "COLUMN")]
+    by: Option<ByColumn>,
+    /// Also list the figures that are equal on both sides.
+    #[arg(long)]
+    all: bool,
 }
 
 /// The columns `--by` accepts, spelled as the columns are.
@@ -259,6 +284,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let options = MetricsOptions { slo: args.slo.unwrap_or_default(), by: args.by.map(GroupBy::from) };
             let computed = metrics::metrics(&args.datasets, &options)?;
             let text = if args.json { metrics::metrics_json(&computed) } else { metrics::render_metrics(&computed) };
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Command::Compare(args) => {
+            let options = MetricsOptions { slo: args.slo.unwrap_or_default(), by: args.by.map(GroupBy::from) };
+            let a = metrics::metrics(std::slice::from_ref(&args.a), &options)?;
+            let b = metrics::metrics(std::slice::from_ref(&args.b), &options)?;
+            let rows: Vec<_> =
+                infertrace_engine::compare(&a, &b).into_iter().filter(|d| args.all || d.a != d.b).collect();
+            let text = if args.json { metrics::compare_json(&rows) } else { metrics::render_compare(&rows) };
             out.write_all(text.as_bytes())?;
             out.flush()?;
         }

@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
-use infertrace_engine::{Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary, compute};
+use infertrace_engine::{
+    Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary, compute,
+};
 use infertrace_schema::Dataset;
 
 use crate::summary::{count, render_table};
@@ -23,6 +25,36 @@ pub fn metrics_json(metrics: &Metrics) -> String {
     let mut text = serde_json::to_string_pretty(metrics).expect("metrics always serialize");
     text.push('\n');
     text
+}
+
+/// A comparison as pretty JSON with a final newline: an array of `{path, a, b, delta, relative}`.
+pub fn compare_json(rows: &[Difference]) -> String {
+    let mut text = serde_json::to_string_pretty(rows).expect("differences always serialize");
+    text.push('\n');
+    text
+}
+
+/// A comparison as a table: figure, A, B, B − A, and the relative change in percent.
+pub fn render_compare(rows: &[Difference]) -> String {
+    if rows.is_empty() {
+        return "no figure differs\n".to_owned();
+    }
+    let number = |v: Option<f64>| {
+        v.map_or_else(|| "-".to_owned(), |v| format!("{v:.6}").trim_end_matches('0').trim_end_matches('.').to_owned())
+    };
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|d| {
+            vec![
+                d.path.clone(),
+                number(d.a),
+                number(d.b),
+                number(d.delta),
+                d.relative.map_or_else(|| "-".to_owned(), |r| format!("{:+.1}%", r * 100.0)),
+            ]
+        })
+        .collect();
+    render_table(&["figure", "A", "B", "B - A", "change"], &table, 1)
 }
 
 /// The metrics as readable text: the overall figures, then each group's.

@@ -121,3 +121,36 @@ fn groups_by_status_match_the_library() {
     assert_eq!(computed.groups["ok"].requests, 5);
     assert_eq!(computed.groups["unknown"].goodput.as_ref().unwrap().requests, 0);
 }
+
+/// `compare`: the first five requests of the two LLMServingSim runs (the same prompts on two GPUs).
+#[test]
+fn compare_pairs_every_figure_of_two_datasets() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = |gpu: &str| {
+        let out = dir.path().join(gpu);
+        let input = format!("traces/llmservingsim/bench-requests/{gpu}_vllm_requests_head.jsonl");
+        common::run(&[common::testdata().join(input)], &out);
+        out
+    };
+    let (a, b) = (head("RTXPRO6000"), head("RTX4090"));
+    let json = stdout(&infertrace(&["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--json", "--all"]));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let row = |path: &str| rows.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("{path}: {json}"));
+    // Python over the two files: mean(first_token_ts - queued_ts) = 0.0920522… s and 0.4311272… s.
+    let ttft = row("overall.latency.ttft.mean");
+    let (ta, tb) = (ttft["a"].as_f64().unwrap(), ttft["b"].as_f64().unwrap());
+    assert!((ta - 0.092_052_228_6).abs() < 1e-9 && (tb - 0.431_127_151_0).abs() < 1e-9, "{ttft}");
+    assert!((ttft["delta"].as_f64().unwrap() - (tb - ta)).abs() < 1e-12);
+    assert!((ttft["relative"].as_f64().unwrap() - (tb - ta) / ta).abs() < 1e-12);
+    // Both heads hold five requests with 3,364 output tokens in all: equal figures, no change.
+    let requests = row("overall.requests");
+    assert_eq!(
+        (requests["a"].as_f64(), requests["b"].as_f64(), requests["delta"].as_f64()),
+        (Some(5.0), Some(5.0), Some(0.0))
+    );
+    // Without --all, equal figures are left out; the table shows the change in percent.
+    let text = stdout(&infertrace(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]));
+    assert!(!text.lines().any(|l| l.starts_with("overall.requests ")), "{text}");
+    let line = text.lines().find(|l| l.starts_with("overall.latency.ttft.mean ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with(&format!("{:+.1}%", (tb - ta) / ta * 100.0)), "{line}");
+}

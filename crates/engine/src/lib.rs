@@ -60,11 +60,13 @@
 //! This crate deliberately does not print, read paths or compare datasets: the CLI opens datasets and renders,
 //! and merge, compare, reports, cost profiles and workload-class inference are not here yet.
 
+mod compare;
 mod compute;
 mod read;
 pub mod slo;
 pub mod stats;
 
+pub use compare::{Difference, compare};
 pub use compute::{
     Cache, Goodput, GroupBy, GroupMetrics, HitRate, InstanceSamples, METRICS_VERSION, Metrics, MetricsOptions,
     NULL_GROUP, Reasoning, Reuse, Throughput, compute,
