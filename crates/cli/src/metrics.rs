@@ -149,11 +149,39 @@ fn render_group(title: &str, g: &GroupMetrics) -> String {
         )
         .unwrap();
     }
+    let split = &g.time_split;
+    if split.requests > 0 {
+        writeln!(
+            out,
+            "time split: queue {}, prefill {}, decode {} of e2e ({} requests)",
+            percent(split.queue),
+            percent(split.prefill),
+            percent(split.decode),
+            count(split.requests)
+        )
+        .unwrap();
+    }
     let rows: Vec<Vec<String>> =
         g.latency.iter().filter(|(_, d)| d.count > 0).map(|(latency, d)| duration_row(*latency, d)).collect();
     if !rows.is_empty() {
         out.push('\n');
         out.push_str(&render_table(&["duration", "count", "mean", "p50", "p90", "p95", "p99", "max"], &rows, 1));
+    }
+    if !g.ttft_under_load.is_empty() {
+        let rows: Vec<Vec<String>> = g
+            .ttft_under_load
+            .iter()
+            .map(|b| {
+                let mut row = duration_row(Latency::Ttft, &b.ttft);
+                row[0] = match (b.in_flight_min, b.in_flight_max) {
+                    (low, high) if low == high => low.to_string(),
+                    (low, high) => format!("{low}-{high}"),
+                };
+                row
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&render_table(&["in flight", "count", "ttft mean", "p50", "p90", "p95", "p99", "max"], &rows, 1));
     }
     if !g.engine.is_empty() {
         let rows: Vec<Vec<String>> = g

@@ -128,8 +128,41 @@ pub struct GroupMetrics {
     pub cache: Cache,
     /// Reasoning depth.
     pub reasoning: Reasoning,
+    /// Where request time goes: queue, prefill and decode as fractions of end-to-end time.
+    pub time_split: TimeSplit,
+    /// TTFT against the number of requests in flight when each request arrived, in power-of-two buckets.
+    pub ttft_under_load: Vec<LoadBucket>,
     /// Engine samples per instance (null instance under [`NULL_GROUP`]).
     pub engine: BTreeMap<String, InstanceSamples>,
+}
+
+/// Queue, prefill and decode time as fractions of end-to-end time, over the rows that have all four durations
+/// (`Σqueue / Σe2e`, …); what the three leave is transfer, network and client time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TimeSplit {
+    /// Rows having `queue_s`, `prefill_s`, `decode_s` and `e2e_s`.
+    pub requests: u64,
+    /// Σqueue_s / Σe2e_s; null without rows or when Σe2e_s is 0.
+    pub queue: Option<f64>,
+    /// Σprefill_s / Σe2e_s.
+    pub prefill: Option<f64>,
+    /// Σdecode_s / Σe2e_s.
+    pub decode: Option<f64>,
+}
+
+/// The TTFT of the requests that arrived while `in_flight_min..=in_flight_max` other requests were in flight.
+///
+/// A request is in flight from its arrival until its completion (`completion_time`, else arrival + `e2e_s`); rows
+/// without both are not counted as load. Buckets are 0, 1, 2–3, 4–7, … (powers of two); only non-empty ones are
+/// listed, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadBucket {
+    /// Fewest requests in flight in this bucket.
+    pub in_flight_min: u64,
+    /// Most requests in flight in this bucket.
+    pub in_flight_max: u64,
+    /// TTFT of the requests (with an arrival and a TTFT) that arrived under that load.
+    pub ttft: Distribution,
 }
 
 /// Rates over the trace span.
@@ -304,8 +337,64 @@ fn group_metrics(rows: &[&RequestRow], samples: &[&Sample], slo: &Slo) -> GroupM
         goodput,
         cache: cache(rows),
         reasoning: reasoning(rows),
+        time_split: time_split(rows),
+        ttft_under_load: ttft_under_load(rows),
         engine: engine(samples),
     }
+}
+
+fn time_split(rows: &[&RequestRow]) -> TimeSplit {
+    let (mut requests, mut queue, mut prefill, mut decode, mut e2e) = (0u64, 0.0, 0.0, 0.0, 0.0);
+    for row in rows {
+        let parts = [Latency::Queue, Latency::Prefill, Latency::Decode, Latency::E2e].map(|l| latency(row, l));
+        if let [Some(q), Some(p), Some(d), Some(e)] = parts {
+            requests += 1;
+            (queue, prefill, decode, e2e) = (queue + q, prefill + p, decode + d, e2e + e);
+        }
+    }
+    let share = |part: f64| (requests > 0 && e2e > 0.0).then(|| part / e2e);
+    TimeSplit { requests, queue: share(queue), prefill: share(prefill), decode: share(decode) }
+}
+
+/// The power-of-two bucket of a load: 0 → (0, 0), 1 → (1, 1), 2–3 → (2, 3), 4–7 → (4, 7), …
+pub(crate) fn load_bucket(in_flight: u64) -> (u64, u64) {
+    match in_flight {
+        0 => (0, 0),
+        n => {
+            let low = 1u64 << n.ilog2();
+            (low, low.saturating_mul(2) - 1)
+        }
+    }
+}
+
+fn ttft_under_load(rows: &[&RequestRow]) -> Vec<LoadBucket> {
+    let end = |r: &RequestRow| {
+        r.completion_time.or_else(|| Some(r.arrival_time? + (latency(r, Latency::E2e)? * 1e9).round() as i64))
+    };
+    let spans: Vec<(i64, i64)> =
+        rows.iter().filter_map(|r| Some((r.arrival_time?, end(r)?))).filter(|(a, c)| c >= a).collect();
+    let mut arrivals: Vec<i64> = spans.iter().map(|s| s.0).collect();
+    let mut completions: Vec<i64> = spans.iter().map(|s| s.1).collect();
+    arrivals.sort_unstable();
+    completions.sort_unstable();
+    let mut buckets: BTreeMap<(u64, u64), Vec<f64>> = BTreeMap::new();
+    for row in rows {
+        let (Some(t), Some(ttft)) = (row.arrival_time, latency(row, Latency::Ttft)) else { continue };
+        // Requests with a_j ≤ t < c_j, the row itself excluded when it is one of them.
+        let started = arrivals.partition_point(|&a| a <= t) as u64;
+        let ended = completions.partition_point(|&c| c <= t) as u64;
+        let own = u64::from(end(row).is_some_and(|c| c > t));
+        let in_flight = started.saturating_sub(ended).saturating_sub(own);
+        buckets.entry(load_bucket(in_flight)).or_default().push(ttft);
+    }
+    buckets
+        .into_iter()
+        .map(|((in_flight_min, in_flight_max), values)| LoadBucket {
+            in_flight_min,
+            in_flight_max,
+            ttft: Distribution::of(values),
+        })
+        .collect()
 }
 
 fn ratio(numerator: u64, denominator: u64) -> Option<f64> {

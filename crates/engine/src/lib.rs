@@ -31,6 +31,13 @@
 //! - **Reasoning depth multiplier** R = Σ`reasoning_tokens` / Σ(`output_tokens` − `reasoning_tokens`) over rows
 //!   having both (a row with more reasoning than output tokens adds 0 to the denominator); null when the
 //!   denominator is 0.
+//! - **Time split.** Σ`queue_s`, Σ`prefill_s` and Σ`decode_s` over Σ`e2e_s`, on the rows having all four; the
+//!   remainder is transfer, network and client time.
+//! - **TTFT under load.** For each row with an arrival and a TTFT, the number of *other* requests in flight at its
+//!   arrival (arrival ≤ t < completion, completion = `completion_time` or arrival + `e2e_s`; rows without both are
+//!   nobody's load), bucketed 0, 1, 2–3, 4–7, … (powers of two); each non-empty bucket gets the TTFT distribution.
+//! - **Comparison** ([`compare`]): every number of two [`Metrics`] objects paired by its JSON path, with B − A and
+//!   (B − A) / |A|.
 //! - **Engine samples.** `kv_cache_usage` and `requests_waiting` from `samples`, per instance: count, mean over
 //!   samples (not time-weighted), p95 and max.
 //! - **Groups** (`--by`): rows are grouped on `source`, `model`, `instance`, `workload_class`, `session_id` or
@@ -53,12 +60,15 @@
 //!   `remote`, each of the same shape), and `reuse`: `{requests, blocks, hit_blocks, tokens, hit_tokens,
 //!   hit_rate}`.
 //! - `reasoning`: `{requests, reasoning_tokens, answer_tokens, multiplier}`.
+//! - `time_split`: `{requests, queue, prefill, decode}` (fractions of e2e).
+//! - `ttft_under_load`: a list of `{in_flight_min, in_flight_max, ttft}` (a latency distribution), non-empty
+//!   buckets in order.
 //! - `engine`: per instance, `kv_cache_usage` and `requests_waiting`, each `{count, mean, p95, max}`.
 //!
 //! A figure that cannot be computed (no values, zero denominator, empty span) is null, never 0 or NaN.
 //!
-//! This crate deliberately does not print, read paths or compare datasets: the CLI opens datasets and renders,
-//! and merge, compare, reports, cost profiles and workload-class inference are not here yet.
+//! This crate deliberately does not print or read paths: the CLI opens datasets and renders. Merge, HTML reports,
+//! cost profiles and workload-class inference are not here yet.
 
 mod compare;
 mod compute;
@@ -68,8 +78,8 @@ pub mod stats;
 
 pub use compare::{Difference, compare};
 pub use compute::{
-    Cache, Goodput, GroupBy, GroupMetrics, HitRate, InstanceSamples, METRICS_VERSION, Metrics, MetricsOptions,
-    NULL_GROUP, Reasoning, Reuse, Throughput, compute,
+    Cache, Goodput, GroupBy, GroupMetrics, HitRate, InstanceSamples, LoadBucket, METRICS_VERSION, Metrics,
+    MetricsOptions, NULL_GROUP, Reasoning, Reuse, Throughput, TimeSplit, compute,
 };
 pub use slo::{Latency, Slo, SloError};
 pub use stats::{Distribution, SampleSummary};

@@ -327,3 +327,39 @@ fn json_follows_the_committed_schema() {
     let value = serde_json::to_value(compute(&[empty], &MetricsOptions::default())).unwrap();
     check(&value, &schema, &schema, "$");
 }
+
+#[test]
+fn ttft_under_load_and_the_split_of_request_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let timed = |id: &str, arrival: f64, completion: Option<f64>, ttft: f64| RequestRow {
+        arrival_time: at(arrival),
+        completion_time: completion.and_then(at),
+        ttft_s: Some(ttft),
+        ..request(id, None, None, Status::Ok)
+    };
+    let mut r1 = timed("r1", 0.0, Some(10.0), 1.0);
+    (r1.queue_s, r1.prefill_s, r1.decode_s, r1.e2e_s) = (Some(0.5), Some(1.0), Some(8.5), Some(10.0));
+    let rows = [
+        // Arrives to an idle server: load 0.
+        r1,
+        // r1 is in flight (0 ≤ 2 < 10): load 1.
+        timed("r2", 2.0, Some(4.0), 2.0),
+        // r1 in flight, r2 done at 4: load 1.
+        timed("r3", 5.0, Some(6.0), 3.0),
+        // r1 and r3 in flight at 5.5: load 2, the 2–3 bucket (r4 has no end, so it is no one's load).
+        timed("r4", 5.5, None, 7.0),
+        // No arrival: not bucketed.
+        RequestRow { ttft_s: Some(9.0), ..request("r5", None, None, Status::Ok) },
+    ];
+    let data = [write(&dir.path().join("d"), &rows, &[])];
+    let m = compute(&data, &MetricsOptions::default()).overall;
+    let buckets: Vec<_> =
+        m.ttft_under_load.iter().map(|b| (b.in_flight_min, b.in_flight_max, b.ttft.count, b.ttft.mean)).collect();
+    assert_eq!(buckets, [(0, 0, 1, Some(1.0)), (1, 1, 2, Some(2.5)), (2, 3, 1, Some(7.0))]);
+    // Only r1 has all four durations: 0.5 / 10, 1 / 10, 8.5 / 10.
+    assert_eq!(m.time_split.requests, 1);
+    close(m.time_split.queue, 0.05);
+    close(m.time_split.prefill, 0.1);
+    close(m.time_split.decode, 0.85);
+    assert_eq!([0, 1, 3, 5, 8].map(crate::compute::load_bucket), [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15)]);
+}
