@@ -263,28 +263,6 @@ fn parse_json(input: &mut dyn BufRead, ctx: &ParseContext<'_>, sink: &mut dyn Si
     })
 }
 
-/// The scalar `visit_*` methods of a visitor, each answering `self.visit_unit()`: for visitors that want a list or
-/// an object and treat any scalar like `null`.
-macro_rules! scalars_as_unit {
-    ($value:ty) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
-            self.visit_unit()
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
-            self.visit_unit()
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
-            self.visit_unit()
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
-            self.visit_unit()
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
-            self.visit_unit()
-        }
-    };
-}
-
 /// The whole document; yields whether it had `experiments` (a profile export rather than a summary).
 struct Document<'s, 'a>(&'s mut State<'a>);
 
@@ -398,7 +376,7 @@ impl<'de> Visitor<'de> for Experiments<'_, '_> {
         self.0.diagnostic(DiagnosticKind::MalformedRecord, "`experiments` is not a list");
         Ok(())
     }
-    scalars_as_unit!(());
+    infertrace_adapter::scalars_as_unit!(());
 }
 
 /// One element of `experiments`.
@@ -461,7 +439,7 @@ impl<'de> Visitor<'de> for Experiment<'_, '_> {
         self.state.diagnostic(DiagnosticKind::NotARecord, format!("experiment {} is not an object", self.index));
         Ok(())
     }
-    scalars_as_unit!(());
+    infertrace_adapter::scalars_as_unit!(());
 }
 
 /// The `requests` array of one experiment; yields how many elements it had.
@@ -498,7 +476,7 @@ impl<'de> Visitor<'de> for Requests<'_, '_> {
         self.state.diagnostic(DiagnosticKind::MalformedRecord, "`requests` is not a list");
         Ok(0)
     }
-    scalars_as_unit!(u64);
+    infertrace_adapter::scalars_as_unit!(u64);
 }
 
 /// A non-negative integer, or `None` for any other JSON value (skipped without being kept).
@@ -587,7 +565,7 @@ impl<'de> Deserialize<'de> for Responses {
             fn visit_unit<E: de::Error>(self) -> Result<Responses, E> {
                 Ok(Responses { not_a_list: true, ..Responses::default() })
             }
-            scalars_as_unit!(Responses);
+            infertrace_adapter::scalars_as_unit!(Responses);
         }
         deserializer.deserialize_any(V)
     }
@@ -628,7 +606,7 @@ impl<'de> Deserialize<'de> for Inputs {
             fn visit_unit<E: de::Error>(self) -> Result<Inputs, E> {
                 Ok(Inputs::default())
             }
-            scalars_as_unit!(Inputs);
+            infertrace_adapter::scalars_as_unit!(Inputs);
         }
         deserializer.deserialize_any(V)
     }
@@ -745,7 +723,7 @@ impl<'de> Visitor<'de> for Request<'_, '_> {
         self.state.diagnostic(DiagnosticKind::NotARecord, message);
         Ok(())
     }
-    scalars_as_unit!(());
+    infertrace_adapter::scalars_as_unit!(());
 }
 
 /// The row of one request, reporting what is wrong with it.

@@ -46,6 +46,20 @@ pub use ragpulse::RagPulse;
 pub use tracelab::TraceLab;
 pub use weka::WekaTrace;
 
+/// A token count as the schema's `u32`, or `None` with an `invalid-value` diagnostic naming `field` when it does not
+/// fit.
+fn token_count(n: u64, field: &str, line: u64, sink: &mut dyn infertrace_adapter::Sink) -> Option<u32> {
+    let tokens = u32::try_from(n).ok();
+    if tokens.is_none() {
+        sink.diagnostic(infertrace_adapter::Diagnostic::new(
+            line,
+            infertrace_adapter::DiagnosticKind::InvalidValue,
+            format!("`{field}` exceeds {} tokens", u32::MAX),
+        ));
+    }
+    tokens
+}
+
 /// The first line of `head`, which may be cut short when the line is longer than the head.
 fn first_line(head: &[u8]) -> &[u8] {
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);

@@ -138,6 +138,30 @@ pub fn quote_python_floats(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The scalar `visit_*` methods of a serde visitor, each answering `self.visit_unit()`: for visitors that want a
+/// list or an object and treat any scalar like `null` (skipped without being kept). `$value` is the visitor's
+/// `Value` type.
+#[macro_export]
+macro_rules! scalars_as_unit {
+    ($value:ty) => {
+        fn visit_bool<E: ::serde::de::Error>(self, _: bool) -> Result<$value, E> {
+            self.visit_unit()
+        }
+        fn visit_u64<E: ::serde::de::Error>(self, _: u64) -> Result<$value, E> {
+            self.visit_unit()
+        }
+        fn visit_i64<E: ::serde::de::Error>(self, _: i64) -> Result<$value, E> {
+            self.visit_unit()
+        }
+        fn visit_f64<E: ::serde::de::Error>(self, _: f64) -> Result<$value, E> {
+            self.visit_unit()
+        }
+        fn visit_str<E: ::serde::de::Error>(self, _: &str) -> Result<$value, E> {
+            self.visit_unit()
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -281,8 +281,8 @@ impl<'c> Parser<'c> {
             source_line: Some(line),
             ..RequestRow::default()
         };
-        row.input_tokens = tokens(input, "input_length", line, sink);
-        row.output_tokens = record.output_length.and_then(|n| tokens(n, "output_length", line, sink));
+        row.input_tokens = crate::token_count(input, "input_length", line, sink);
+        row.output_tokens = record.output_length.and_then(|n| crate::token_count(n, "output_length", line, sink));
         match record.timestamp {
             Some(seconds) => {
                 row.arrival_time = seconds_to_nanos(seconds).and_then(|ns| ns.checked_add(self.ctx.options.start_ns));
@@ -337,18 +337,6 @@ impl<'c> Parser<'c> {
         }
         details
     }
-}
-
-fn tokens(n: u64, field: &str, line: u64, sink: &mut dyn Sink) -> Option<u32> {
-    let tokens = u32::try_from(n).ok();
-    if tokens.is_none() {
-        sink.diagnostic(Diagnostic::new(
-            line,
-            DiagnosticKind::InvalidValue,
-            format!("`{field}` exceeds {} tokens", u32::MAX),
-        ));
-    }
-    tokens
 }
 
 #[cfg(test)]

@@ -487,8 +487,8 @@ impl<'c> Parser<'c> {
         } else {
             Some(input_length)
         };
-        row.input_tokens = prompt.and_then(|n| to_tokens(n, "input_length", line, sink));
-        row.output_tokens = output_length.and_then(|n| to_tokens(n, "output_length", line, sink));
+        row.input_tokens = prompt.and_then(|n| crate::token_count(n, "input_length", line, sink));
+        row.output_tokens = output_length.and_then(|n| crate::token_count(n, "output_length", line, sink));
 
         row.arrival_time = self.arrival(line, variant, &record, previous, sink);
         if let Some(ms) = record.recorded_api_time_ms {
@@ -668,18 +668,6 @@ fn vocabulary(value: Option<&str>, known: &[&'static str]) -> &'static str {
         Some(value) => known.iter().copied().find(|k| *k == value).unwrap_or("other"),
         None => "missing",
     }
-}
-
-fn to_tokens(n: u64, field: &str, line: u64, sink: &mut dyn Sink) -> Option<u32> {
-    let tokens = u32::try_from(n).ok();
-    if tokens.is_none() {
-        sink.diagnostic(Diagnostic::new(
-            line,
-            DiagnosticKind::InvalidValue,
-            format!("`{field}` exceeds {} tokens", u32::MAX),
-        ));
-    }
-    tokens
 }
 
 #[cfg(test)]

@@ -459,7 +459,7 @@ impl<'c> Parser<'c> {
             self.previous_arrival = Some(arrival);
         }
 
-        let input_tokens = record.input_length.and_then(|n| tokens(n, "input_length", line, sink));
+        let input_tokens = record.input_length.and_then(|n| crate::token_count(n, "input_length", line, sink));
         let mut row = RequestRow {
             request_id: format!("{}:{line}", self.stem),
             source: self.source.to_owned(),
@@ -467,7 +467,7 @@ impl<'c> Parser<'c> {
             turn,
             arrival_time: arrival,
             input_tokens,
-            output_tokens: record.output_length.and_then(|n| tokens(n, "output_length", line, sink)),
+            output_tokens: record.output_length.and_then(|n| crate::token_count(n, "output_length", line, sink)),
             workload_class: Some(WorkloadClass::Rag),
             status: Status::Unknown,
             source_file: Some(self.ctx.source_file.to_owned()),
@@ -554,18 +554,6 @@ impl<'c> Parser<'c> {
         }
         details
     }
-}
-
-fn tokens(n: u64, field: &str, line: u64, sink: &mut dyn Sink) -> Option<u32> {
-    let tokens = u32::try_from(n).ok();
-    if tokens.is_none() {
-        sink.diagnostic(Diagnostic::new(
-            line,
-            DiagnosticKind::InvalidValue,
-            format!("`{field}` exceeds {} tokens", u32::MAX),
-        ));
-    }
-    tokens
 }
 
 #[cfg(test)]

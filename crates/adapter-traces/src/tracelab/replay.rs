@@ -181,9 +181,9 @@ pub(super) fn parse(
             session_id: session.map(str::to_owned),
             turn: record.round.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
             arrival_time: arrival,
-            input_tokens: prompt.and_then(|n| tokens(n, "prefix_len + input_len", line_no, sink)),
-            cached_tokens: record.prefix.and_then(|n| tokens(n, "prefix_len", line_no, sink)),
-            output_tokens: record.output.and_then(|n| tokens(n, "output_len", line_no, sink)),
+            input_tokens: prompt.and_then(|n| crate::token_count(n, "prefix_len + input_len", line_no, sink)),
+            cached_tokens: record.prefix.and_then(|n| crate::token_count(n, "prefix_len", line_no, sink)),
+            output_tokens: record.output.and_then(|n| crate::token_count(n, "output_len", line_no, sink)),
             workload_class: Some(WorkloadClass::Agent),
             status: Status::Unknown,
             source_file: Some(ctx.source_file.to_owned()),
@@ -260,16 +260,4 @@ impl Record {
         }
         Record { arrival_ms, round, prefix, input, output, wait_ns }
     }
-}
-
-fn tokens(n: u64, field: &str, line: u64, sink: &mut dyn Sink) -> Option<u32> {
-    let tokens = u32::try_from(n).ok();
-    if tokens.is_none() {
-        sink.diagnostic(Diagnostic::new(
-            line,
-            DiagnosticKind::InvalidValue,
-            format!("`{field}` exceeds {} tokens", u32::MAX),
-        ));
-    }
-    tokens
 }

@@ -189,10 +189,12 @@ fn row(
         turn: round.round_index.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         arrival_time: arrival,
         completion_time: completion,
-        input_tokens: input.and_then(|n| tokens(n, "input_tokens_total", line, sink)),
-        cached_tokens: round.prefix_tokens.and_then(|n| tokens(n, "prefix_tokens", line, sink)),
-        output_tokens: round.output_tokens.and_then(|n| tokens(n, "output_tokens", line, sink)),
-        reasoning_tokens: round.reasoning_output_tokens.and_then(|n| tokens(n, "reasoning_output_tokens", line, sink)),
+        input_tokens: input.and_then(|n| crate::token_count(n, "input_tokens_total", line, sink)),
+        cached_tokens: round.prefix_tokens.and_then(|n| crate::token_count(n, "prefix_tokens", line, sink)),
+        output_tokens: round.output_tokens.and_then(|n| crate::token_count(n, "output_tokens", line, sink)),
+        reasoning_tokens: round
+            .reasoning_output_tokens
+            .and_then(|n| crate::token_count(n, "reasoning_output_tokens", line, sink)),
         tool_calls: tool_calls.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         workload_class: Some(WorkloadClass::Agent),
         status: Status::Unknown,
@@ -239,16 +241,4 @@ fn span(line: u64, events: &[Event<'_>], sink: &mut dyn Sink) -> (Option<i64>, O
     }
     let arrival = first_output.and_then(|first| inputs.iter().copied().filter(|&t| t <= first).max());
     (arrival, last_output, tool_calls)
-}
-
-fn tokens(n: u64, field: &str, line: u64, sink: &mut dyn Sink) -> Option<u32> {
-    let tokens = u32::try_from(n).ok();
-    if tokens.is_none() {
-        sink.diagnostic(Diagnostic::new(
-            line,
-            DiagnosticKind::InvalidValue,
-            format!("`{field}` exceeds {} tokens", u32::MAX),
-        ));
-    }
-    tokens
 }

@@ -449,27 +449,6 @@ impl<'de> DeserializeSeed<'de> for Document<'_, '_> {
     }
 }
 
-/// The scalar `visit_*` methods of a visitor, each answering `self.visit_unit()`.
-macro_rules! scalars_as_unit {
-    ($value:ty) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
-            self.visit_unit()
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
-            self.visit_unit()
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
-            self.visit_unit()
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
-            self.visit_unit()
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
-            self.visit_unit()
-        }
-    };
-}
-
 impl<'de> Visitor<'de> for Document<'_, '_> {
     type Value = bool;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -563,7 +542,7 @@ impl<'de> Visitor<'de> for Document<'_, '_> {
         self.0.diagnostic(DiagnosticKind::NotARecord, "the document is not a JSON object");
         Ok(false)
     }
-    scalars_as_unit!(bool);
+    infertrace_adapter::scalars_as_unit!(bool);
 }
 
 /// A `requests` list: the trace's, or a sub-agent's.
@@ -601,7 +580,7 @@ impl<'de> Visitor<'de> for Requests<'_, '_, '_> {
         self.state.diagnostic(DiagnosticKind::MalformedRecord, "`requests` is not a list");
         Ok(())
     }
-    scalars_as_unit!(());
+    infertrace_adapter::scalars_as_unit!(());
 }
 
 /// Where one `requests` list is.
@@ -744,7 +723,7 @@ impl<'de> Visitor<'de> for Element<'_, '_, '_, '_> {
         self.state.diagnostic(DiagnosticKind::NotARecord, "an element of `requests` is not an object");
         Ok(())
     }
-    scalars_as_unit!(());
+    infertrace_adapter::scalars_as_unit!(());
 }
 
 /// The session and time offset of the sub-agent whose `requests` start now.
@@ -962,7 +941,7 @@ impl<'de> Deserialize<'de> for Ids {
             fn visit_unit<E: de::Error>(self) -> Result<Ids, E> {
                 Ok(Ids { ids: None, invalid: true })
             }
-            scalars_as_unit!(Ids);
+            infertrace_adapter::scalars_as_unit!(Ids);
         }
         deserializer.deserialize_any(V)
     }
