@@ -194,7 +194,7 @@ fn render_group(title: &str, g: &GroupMetrics) -> String {
                 row
             })
             .collect();
-        let headers = ["instance", "kv usage n", "mean", "p95", "max", "waiting n", "mean", "p95", "max"];
+        let headers = ["instance", "kv usage n", "time mean", "p95", "max", "waiting n", "time mean", "p95", "max"];
         out.push('\n');
         out.push_str(&render_table(&headers, &rows, 1));
     }
@@ -217,7 +217,7 @@ fn duration_row(latency: Latency, d: &Distribution) -> Vec<String> {
 
 fn sample_cells(s: &SampleSummary, format: impl Fn(f64) -> String) -> [String; 4] {
     let cell = |v: Option<f64>| v.map_or("-".to_owned(), &format);
-    [count(s.count), cell(s.mean), cell(s.p95), cell(s.max)]
+    [count(s.count), cell(s.time_weighted_mean), cell(s.p95), cell(s.max)]
 }
 
 /// Three significant digits with a unit suffix: `7.10`, `65.5`, `0.400`, `1234`.

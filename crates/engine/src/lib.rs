@@ -39,7 +39,7 @@
 //! - **Comparison** ([`compare`]): every number of two [`Metrics`] objects paired by its JSON path, with B − A and
 //!   (B − A) / |A|.
 //! - **Engine samples.** `kv_cache_usage` and `requests_waiting` from `samples`, per instance: count, mean over
-//!   samples (not time-weighted), p95 and max.
+//!   samples, mean over time (each sample holds until the next), p95 and max.
 //! - **Groups** (`--by`): rows are grouped on `source`, `model`, `instance`, `workload_class`, `session_id` or
 //!   `status` as stored, null under `(none)`. Samples carry only `source` and `instance`, so groups on other
 //!   columns have no engine figures (the overall object has them all). The workload class is never inferred.
@@ -72,7 +72,7 @@
 
 mod compare;
 mod compute;
-mod read;
+pub mod read;
 pub mod slo;
 pub mod stats;
 

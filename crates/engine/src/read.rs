@@ -1,25 +1,31 @@
-//! Rows of a dataset's Arrow batches, as the metrics need them.
+//! Rows of a dataset's Arrow batches, as the metrics (and the report) need them.
 
 use arrow::array::{Array, ArrayRef, AsArray as _, RecordBatch};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
 use infertrace_schema::{Dataset, RequestRow, metrics, request, sample};
 
-/// One engine sample of a metric the engine summarises.
+/// One engine sample of a metric the engine summarises ([`SAMPLE_METRICS`]).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Sample {
-    pub(crate) source: String,
-    pub(crate) instance: Option<String>,
-    pub(crate) metric: &'static str,
-    pub(crate) value: f64,
+pub struct Sample {
+    /// When the value was observed (UTC nanoseconds).
+    pub time: i64,
+    /// Format id of the adapter that produced it.
+    pub source: String,
+    /// Engine instance, when known.
+    pub instance: Option<String>,
+    /// One of [`SAMPLE_METRICS`].
+    pub metric: &'static str,
+    /// The value (finite).
+    pub value: f64,
 }
 
-/// Sample metrics summarised per instance.
-pub(crate) const SAMPLE_METRICS: &[&str] = &[metrics::KV_CACHE_USAGE, metrics::REQUESTS_WAITING];
+/// Sample metrics the engine reads: KV-cache usage and queue depth.
+pub const SAMPLE_METRICS: &[&str] = &[metrics::KV_CACHE_USAGE, metrics::REQUESTS_WAITING];
 
 /// The request rows of `dataset`, with the columns the metrics read, and durations still null filled from
 /// their instants (as `normalize` does; a dataset written by another tool may not have them filled).
-pub(crate) fn requests(dataset: &Dataset) -> Vec<RequestRow> {
+pub fn requests(dataset: &Dataset) -> Vec<RequestRow> {
     let batch = &dataset.requests;
     let text = |name| strings(batch, name);
     let time = |name| column(batch, name).map(|c| c.as_primitive::<TimestampNanosecondType>().clone());
@@ -115,12 +121,15 @@ pub(crate) fn requests(dataset: &Dataset) -> Vec<RequestRow> {
         .collect()
 }
 
-/// The samples of `dataset` whose metric is one of [`SAMPLE_METRICS`].
-pub(crate) fn samples(dataset: &Dataset) -> Vec<Sample> {
+/// The samples of `dataset` whose metric is one of [`SAMPLE_METRICS`] and whose value is finite, in table order.
+pub fn samples(dataset: &Dataset) -> Vec<Sample> {
     let batch = &dataset.samples;
     let (source, instance, metric) =
         (strings(batch, sample::SOURCE), strings(batch, sample::INSTANCE), strings(batch, sample::METRIC));
     let Some(values) = column(batch, sample::VALUE).map(|c| c.as_primitive::<Float64Type>().clone()) else {
+        return Vec::new();
+    };
+    let Some(times) = column(batch, sample::TIME).map(|c| c.as_primitive::<TimestampNanosecondType>().clone()) else {
         return Vec::new();
     };
     (0..batch.num_rows())
@@ -128,7 +137,9 @@ pub(crate) fn samples(dataset: &Dataset) -> Vec<Sample> {
             let name = metric.get(i)?.as_deref()?;
             let metric = SAMPLE_METRICS.iter().copied().find(|m| *m == name)?;
             let value = values.is_valid(i).then(|| values.value(i)).filter(|v| v.is_finite())?;
+            let time = times.is_valid(i).then(|| times.value(i))?;
             Some(Sample {
+                time,
                 source: source.get(i).cloned().flatten().unwrap_or_default(),
                 instance: instance.get(i).cloned().flatten(),
                 metric,

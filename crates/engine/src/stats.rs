@@ -45,26 +45,39 @@ impl Distribution {
     }
 }
 
-/// Count, mean, 95th percentile and maximum of one sampled engine metric.
+/// Count, means, 95th percentile and maximum of one sampled engine metric.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SampleSummary {
     /// Samples summarised.
     pub count: u64,
-    /// Mean over samples (not time-weighted).
+    /// Mean over samples.
     pub mean: Option<f64>,
-    /// 95th percentile.
+    /// Mean over time: each sample holds until the next one, `Σ vₖ (tₖ₊₁ − tₖ) / (t_last − t_first)` with the
+    /// samples in time order (the last sample closes the span and weighs nothing); null when the samples span no
+    /// time. Scrapes taken at irregular intervals (bursts while a run is busy) bias `mean`, not this.
+    pub time_weighted_mean: Option<f64>,
+    /// 95th percentile (over samples).
     pub p95: Option<f64>,
     /// Largest sample.
     pub max: Option<f64>,
 }
 
 impl SampleSummary {
-    /// Summarises `values`.
-    pub fn of(mut values: Vec<f64>) -> Self {
+    /// Summarises the `(time in ns, value)` points of one series, in any order (ties keep their order).
+    pub fn of(mut points: Vec<(i64, f64)>) -> Self {
+        points.sort_by_key(|p| p.0);
+        let span = match (points.first(), points.last()) {
+            (Some(first), Some(last)) if last.0 > first.0 => Some((last.0 - first.0) as f64),
+            _ => None,
+        };
+        let time_weighted_mean =
+            span.map(|span| points.windows(2).map(|w| w[0].1 * (w[1].0 - w[0].0) as f64).sum::<f64>() / span);
+        let mut values: Vec<f64> = points.into_iter().map(|p| p.1).collect();
         values.sort_by(f64::total_cmp);
         Self {
             count: values.len() as u64,
             mean: mean(&values),
+            time_weighted_mean,
             p95: quantile(&values, 0.95),
             max: values.last().copied(),
         }
@@ -101,6 +114,19 @@ mod tests {
         assert_eq!(quantile(&[7.0], 0.99), Some(7.0));
         // Even count: the median is the mean of the middle two.
         assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), Some(2.5));
+    }
+
+    #[test]
+    fn time_weighted_mean_holds_each_sample_until_the_next() {
+        // 0.2 for 1 s, 0.8 for 3 s, then the last point: (0.2 + 2.4) / 4 = 0.65; the plain mean is 1.5 / 3 = 0.5.
+        let s = SampleSummary::of(vec![(4_000_000_000, 0.5), (0, 0.2), (1_000_000_000, 0.8)]);
+        assert_eq!(s.count, 3);
+        assert!((s.mean.unwrap() - 0.5).abs() < 1e-12);
+        assert!((s.time_weighted_mean.unwrap() - 0.65).abs() < 1e-12);
+        assert_eq!(s.max, Some(0.8));
+        // All at one instant: no span, no time-weighted mean.
+        assert_eq!(SampleSummary::of(vec![(7, 1.0), (7, 3.0)]).time_weighted_mean, None);
+        assert_eq!(SampleSummary::of(vec![]), SampleSummary::default());
     }
 
     #[test]
