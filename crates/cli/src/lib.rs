@@ -1,5 +1,6 @@
 //! The infertrace command line: normalize inputs into a canonical dataset, sample one from published statistics
-//! (`synth`), summarise datasets (`metrics`), list formats, print the schema.
+//! (`synth`), join the datasets several sources made of one run (`merge`), summarise datasets (`metrics`), list
+//! formats, print the schema.
 //!
 //! This crate wires adapters to the dataset writer. It owns everything that touches the outside world: walking
 //! directories, choosing adapters (a closed registry, not registration magic), the progress bar, the summary
@@ -7,6 +8,7 @@
 //!
 //! The library half exists so that `cargo xtask normalize` and the tests run exactly what the binary runs.
 
+mod merge;
 pub mod metrics;
 mod normalize;
 pub mod paths;
@@ -14,5 +16,6 @@ pub mod registry;
 pub mod summary;
 mod synth;
 
+pub use merge::{MergeArgs, merge, render_merge};
 pub use normalize::{NormalizeOptions, NormalizeReport, normalize};
 pub use synth::{ServegenOptions, synth_servegen};

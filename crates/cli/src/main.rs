@@ -38,6 +38,13 @@ enum Command {
     /// Compare the metrics of two datasets (measured vs replayed, before vs after): every figure of A and B with
     /// B − A and (B − A) / |A|.
     Compare(CompareArgs),
+    /// Join datasets that several sources made of one run (a server log, a client export) into one dataset.
+    ///
+    /// Rows of the same request are joined by request_id, else by arrival time within --tolerance and equal token
+    /// counts. Each column comes from the source that observes it best: clients for arrival, TTFT, e2e and
+    /// outcome, servers for queue, prefill, decode, token and cache counts; `column_sources` records which.
+    /// Unmatched rows are kept. Samples and cache events are concatenated.
+    Merge(MergeCliArgs),
     /// List the input formats, one per line.
     Formats,
     /// Print the canonical schema (Markdown, or JSON with --json).
@@ -94,6 +101,36 @@ struct MetricsArgs {
     /// Break every figure down by the values of this column (as stored; the workload class is not inferred).
     #[arg(long, value_enum, value_name = "COLUMN")]
     by: Option<ByColumn>,
+    /// Cost profile (TOML: [accelerator], [storage], [tokens]) for cost per successful answer and tokens per $
+    /// and per kWh; see examples/cost/.
+    #[arg(long, value_name = "FILE")]
+    cost: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct MergeCliArgs {
+    /// Datasets written by `infertrace normalize` (or merge).
+    #[arg(required = true, value_name = "DATASET")]
+    datasets: Vec<PathBuf>,
+    /// Output dataset directory.
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Largest arrival-time difference of two rows joined by time (us, ms, s or m).
+    #[arg(long, value_name = "TIME", default_value = "1s", value_parser = parse_tolerance)]
+    tolerance: f64,
+    /// Largest difference of input (and of output) token counts of two rows joined by time.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    token_slack: u32,
+    /// A source to take as client-observed, besides vllm-bench, sglang-bench, aiperf and genai-perf (repeatable).
+    #[arg(long, value_name = "SOURCE")]
+    client_source: Vec<String>,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+fn parse_tolerance(text: &str) -> Result<f64, String> {
+    infertrace_engine::slo::parse_duration(text).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, clap::Args)]
@@ -116,6 +153,9 @@ struct CompareArgs {
     /// Also list the figures that are equal on both sides.
     #[arg(long)]
     all: bool,
+    /// Cost profile, as for `metrics`: both datasets are priced with it.
+    #[arg(long, value_name = "FILE")]
+    cost: Option<PathBuf>,
 }
 
 /// The columns `--by` accepts, spelled as the columns are.
@@ -281,14 +321,29 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Metrics(args) => {
-            let options = MetricsOptions { slo: args.slo.unwrap_or_default(), by: args.by.map(GroupBy::from) };
+            let cost = args.cost.as_deref().map(metrics::read_cost_profile).transpose()?;
+            let options = MetricsOptions { slo: args.slo.unwrap_or_default(), by: args.by.map(GroupBy::from), cost };
             let computed = metrics::metrics(&args.datasets, &options)?;
             let text = if args.json { metrics::metrics_json(&computed) } else { metrics::render_metrics(&computed) };
             out.write_all(text.as_bytes())?;
             out.flush()?;
         }
+        Command::Merge(args) => {
+            let merge_args = infertrace::MergeArgs {
+                datasets: args.datasets,
+                output: args.output,
+                tolerance_s: args.tolerance,
+                token_slack: args.token_slack,
+                client_sources: args.client_source,
+                force: args.force,
+            };
+            let manifest = infertrace::merge(&merge_args)?;
+            out.write_all(infertrace::render_merge(&manifest, &merge_args.output).as_bytes())?;
+            out.flush()?;
+        }
         Command::Compare(args) => {
-            let options = MetricsOptions { slo: args.slo.unwrap_or_default(), by: args.by.map(GroupBy::from) };
+            let cost = args.cost.as_deref().map(metrics::read_cost_profile).transpose()?;
+            let options = MetricsOptions { slo: args.slo.unwrap_or_default(), by: args.by.map(GroupBy::from), cost };
             let a = metrics::metrics(std::slice::from_ref(&args.a), &options)?;
             let b = metrics::metrics(std::slice::from_ref(&args.b), &options)?;
             let rows: Vec<_> =

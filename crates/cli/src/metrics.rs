@@ -1,11 +1,11 @@
 //! `infertrace metrics`: open datasets, compute with the engine, render a terminal report or JSON.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use infertrace_engine::{
-    Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary, compute,
+    Cost, CostProfile, Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary, compute,
 };
 use infertrace_schema::Dataset;
 
@@ -18,6 +18,18 @@ pub fn metrics(paths: &[PathBuf], options: &MetricsOptions) -> Result<Metrics> {
         .map(|path| Dataset::open(path).with_context(|| format!("cannot read dataset {}", path.display())))
         .collect::<Result<Vec<_>>>()?;
     Ok(compute(&datasets, options))
+}
+
+/// Reads and checks the cost profile at `path` (TOML; see `infertrace_engine::cost`).
+pub fn read_cost_profile(path: &Path) -> Result<CostProfile> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read cost profile {}", path.display()))?;
+    let profile: CostProfile = toml::from_str(&text).map_err(|e| {
+        let line = e.span().map_or(1, |span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        let message = e.message().lines().next().unwrap_or_default().to_owned();
+        anyhow::anyhow!("invalid cost profile {}: line {line}: {message}", path.display())
+    })?;
+    profile.validate().map_err(|e| anyhow::anyhow!("invalid cost profile {}: {e}", path.display()))?;
+    Ok(profile)
 }
 
 /// The metrics as pretty JSON with a final newline (the object of `schemas/metrics.schema.json`).
@@ -90,6 +102,19 @@ fn render_group(title: &str, g: &GroupMetrics) -> String {
         percent(g.success_rate)
     )
     .unwrap();
+    let classes: Vec<String> = g
+        .workload
+        .iter()
+        .filter(|(_, n)| n.stored + n.inferred > 0)
+        .map(|(class, n)| match (n.stored, n.inferred) {
+            (stored, 0) => format!("{class} {}", count(stored)),
+            (0, inferred) => format!("{class} {} (inferred)", count(inferred)),
+            (stored, inferred) => format!("{class} {} ({} inferred)", count(stored + inferred), count(inferred)),
+        })
+        .collect();
+    if !classes.is_empty() {
+        writeln!(out, "workload: {}", classes.join(", ")).unwrap();
+    }
     let t = &g.throughput;
     writeln!(
         out,
@@ -161,6 +186,9 @@ fn render_group(title: &str, g: &GroupMetrics) -> String {
         )
         .unwrap();
     }
+    if let Some(cost) = &g.cost {
+        render_cost(&mut out, cost);
+    }
     let rows: Vec<Vec<String>> =
         g.latency.iter().filter(|(_, d)| d.count > 0).map(|(latency, d)| duration_row(*latency, d)).collect();
     if !rows.is_empty() {
@@ -199,6 +227,72 @@ fn render_group(title: &str, g: &GroupMetrics) -> String {
         out.push_str(&render_table(&headers, &rows, 1));
     }
     out
+}
+
+/// Dollars with three significant digits (`$6.25`, `$0.00144`), or `-`.
+fn dollars(value: Option<f64>) -> String {
+    value.map_or("-".to_owned(), |v| format!("${}", significant(v, "")))
+}
+
+/// Three significant digits below 1,000, whole numbers with thousands separators above: `0.375`, `264`, `1,375`.
+fn quantity(value: Option<f64>) -> String {
+    match value {
+        Some(v) if v.abs() >= 1000.0 && v.is_finite() => {
+            let sign = if v < 0.0 { "-" } else { "" };
+            format!("{sign}{}", count(v.abs().round() as u64))
+        }
+        other => rate(other),
+    }
+}
+
+fn render_cost(out: &mut String, c: &Cost) {
+    let mut parts = Vec::new();
+    for (name, value) in [
+        ("accelerators", c.accelerator_dollars),
+        ("storage", c.storage_dollars),
+        ("I/O", c.io_dollars),
+        ("tokens", c.token_dollars),
+    ] {
+        if value.is_some() {
+            parts.push(format!("{name} {}", dollars(value)));
+        }
+    }
+    let mut line = format!("cost: {}", dollars(c.total_dollars));
+    if let Some(hours) = c.hours {
+        write!(line, " over {} h", quantity(Some(hours))).unwrap();
+    }
+    if c.share.is_some_and(|s| s < 1.0) {
+        write!(line, " ({} of the fleet)", percent(c.share)).unwrap();
+    }
+    if !parts.is_empty() {
+        write!(line, ": {}", parts.join(", ")).unwrap();
+    }
+    if let Some(kwh) = c.energy_kwh {
+        write!(line, "; {} kWh", significant(kwh, "")).unwrap();
+    }
+    writeln!(out, "{line}").unwrap();
+    let outcome = if c.outcome_known { "" } else { "; outcomes unknown, every request counted" };
+    writeln!(
+        out,
+        "per successful answer: {} ({} answers{outcome})",
+        dollars(c.per_successful_answer),
+        count(c.successful_answers)
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "tokens per $: {} raw, {} effective ({} of raw), {} answer tokens; per kWh: {} raw, {} effective",
+        quantity(c.raw_tokens_per_dollar),
+        quantity(c.effective_tokens_per_dollar),
+        percent(c.effective_fraction),
+        quantity(c.effective_answer_tokens_per_dollar),
+        quantity(c.raw_tokens_per_kwh),
+        quantity(c.effective_tokens_per_kwh)
+    )
+    .unwrap();
+    if c.api_equivalent_dollars.is_some() {
+        writeln!(out, "at the profile's per-token prices: {}", dollars(c.api_equivalent_dollars)).unwrap();
+    }
 }
 
 fn duration_row(latency: Latency, d: &Distribution) -> Vec<String> {
@@ -265,5 +359,9 @@ mod tests {
         assert_eq!(seconds(0.0), "0 s");
         assert_eq!(significant(0.4, ""), "0.400");
         assert_eq!(significant(12345.6, ""), "12346");
+        assert_eq!(quantity(Some(1374.6)), "1,375");
+        assert_eq!(quantity(Some(0.0036)), "0.00360");
+        assert_eq!(quantity(None), "-");
+        assert_eq!(dollars(Some(6.25)), "$6.25");
     }
 }

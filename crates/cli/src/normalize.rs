@@ -90,6 +90,7 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
         },
         inputs: entries,
         skipped,
+        merge: None,
         rows: RowCounts::default(),
     };
     let manifest =

@@ -45,6 +45,10 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &GenaiPerf,
 ];
 
+/// Formats written by benchmark clients: what they record is what a user saw (network and client time included),
+/// so `infertrace merge` prefers their TTFT, e2e and outcome over a server's.
+pub const CLIENT_FORMATS: &[&str] = &["vllm-bench", "sglang-bench", "aiperf", "genai-perf"];
+
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
@@ -190,6 +194,13 @@ pub fn detect(head: &[u8]) -> Result<&'static dyn Adapter, DetectError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_formats_are_registered_adapters() {
+        for id in CLIENT_FORMATS {
+            assert!(ADAPTERS.iter().any(|a| a.id() == *id), "{id} is not an adapter id");
+        }
+    }
 
     #[test]
     fn every_adapter_has_a_format_value_and_back() {

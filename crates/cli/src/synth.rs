@@ -160,6 +160,7 @@ pub fn synth_servegen(options: &ServegenOptions) -> Result<NormalizeReport> {
         },
         inputs,
         skipped,
+        merge: None,
         rows: RowCounts::default(),
     };
     let manifest =

@@ -28,7 +28,7 @@ fn datasets_open_in_pyarrow_as_documented() {
     // The script compares every table's row count with the manifest; here the dataset must not be trivial.
     assert!(report.manifest.rows.requests > 40_000 && report.manifest.rows.samples > 0, "{:?}", report.manifest.rows);
     assert!(
-        stdout.contains(&format!("requests: {} rows, 43 columns as documented", report.manifest.rows.requests)),
+        stdout.contains(&format!("requests: {} rows, 44 columns as documented", report.manifest.rows.requests)),
         "{stdout}"
     );
 }

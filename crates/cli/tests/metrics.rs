@@ -114,7 +114,8 @@ fn bad_arguments_and_missing_datasets_are_errors() {
 fn groups_by_status_match_the_library() {
     let dir = tempfile::tempdir().unwrap();
     let dataset = synthetic_dataset(dir.path());
-    let options = MetricsOptions { slo: Slo::parse("e2e=20s").unwrap(), by: Some(GroupBy::Status) };
+    let options =
+        MetricsOptions { slo: Slo::parse("e2e=20s").unwrap(), by: Some(GroupBy::Status), ..Default::default() };
     let computed = metrics(&[dataset], &options).unwrap();
     let keys: Vec<&str> = computed.groups.keys().map(String::as_str).collect();
     assert_eq!(keys, ["ok", "unknown"]);
@@ -153,4 +154,56 @@ fn compare_pairs_every_figure_of_two_datasets() {
     assert!(!text.lines().any(|l| l.starts_with("overall.requests ")), "{text}");
     let line = text.lines().find(|l| l.starts_with("overall.latency.ttft.mean ")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.ends_with(&format!("{:+.1}%", (tb - ta) / ta * 100.0)), "{line}");
+}
+
+/// The client export of `testdata/dynamo/same-run`: requests 1 and 3 ok, 2 cancelled; the span runs from the
+/// first `request_start_ns` (…599 998.5 ms) to the last `request_end_ns` (…600 541.5 ms): 0.543 s. At
+/// $3,600 per accelerator-hour one accelerator costs $1 per second.
+#[test]
+fn a_cost_profile_prices_the_span_and_the_successful_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    common::run(&[common::testdata().join("dynamo/same-run/profile_export.jsonl")], &out);
+    let profile = dir.path().join("profile.toml");
+    std::fs::write(&profile, "[accelerator]\ncount = 1\nprice_per_hour = 3600\nwatts = 1000\n").unwrap();
+    let output = infertrace(&["metrics", out.to_str().unwrap(), "--cost", profile.to_str().unwrap(), "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let cost = &json["overall"]["cost"];
+    let close = |name: &str, expected: f64| {
+        let actual = cost[name].as_f64().unwrap_or_else(|| panic!("{name}: {cost}"));
+        assert!((actual - expected).abs() < 1e-9, "{name}: {actual} ≠ {expected}");
+    };
+    close("total_dollars", 0.543);
+    // 1 kW for 0.543 s.
+    close("energy_kwh", 0.543 / 3600.0);
+    assert_eq!(cost["successful_answers"], 2);
+    close("per_successful_answer", 0.2715);
+    // Raw: (550 + 9) + 1200 + (800 + 2) = 2561 tokens (the cancelled request has no output count); effective 1361.
+    assert_eq!((cost["raw_tokens"].as_u64(), cost["effective_tokens"].as_u64()), (Some(2561), Some(1361)));
+    close("effective_fraction", 1361.0 / 2561.0);
+    let text = stdout(&infertrace(&["metrics", out.to_str().unwrap(), "--cost", profile.to_str().unwrap()]));
+    assert!(text.contains("cost: $0.543 over 0.000151 h: accelerators $0.543; 0.000151 kWh\n"), "{text}");
+    assert!(text.contains("per successful answer: $0.272 (2 answers)\n"), "{text}");
+
+    // A mistake in the profile is a one-line error naming it.
+    std::fs::write(&profile, "[accelerator]\ncount = 1\nprice_per_hour = -2\n").unwrap();
+    let bad = infertrace(&["metrics", out.to_str().unwrap(), "--cost", profile.to_str().unwrap()]);
+    let stderr = String::from_utf8(bad.stderr).unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: invalid cost profile {}: accelerator.price_per_hour must be a finite number ≥ 0\n",
+            profile.display()
+        )
+    );
+    std::fs::write(&profile, "[accelerator]\ncount = 1\nprice = 2\n").unwrap();
+    let bad = infertrace(&["metrics", out.to_str().unwrap(), "--cost", profile.to_str().unwrap()]);
+    let stderr = String::from_utf8(bad.stderr).unwrap();
+    assert!(
+        stderr
+            .starts_with(&format!("error: invalid cost profile {}: line 3: unknown field `price`", profile.display())),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }

@@ -2,12 +2,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use infertrace_schema::{CacheTier, Dataset, RequestRow, Status};
+use infertrace_schema::{CacheTier, Dataset, RequestRow, Status, WorkloadClass};
 use serde::Serialize;
 
+use crate::cost::{self, Cost, CostProfile, Fleet};
 use crate::read::{self, Sample};
 use crate::slo::{Latency, Slo};
 use crate::stats::{Distribution, QUANTILE_METHOD, SampleSummary};
+use crate::workload::{self, Class, ClassCount};
 
 /// Version of the JSON object [`Metrics`] serializes to; bumped when a field changes meaning or is removed.
 pub const METRICS_VERSION: u32 = 1;
@@ -25,7 +27,7 @@ pub enum GroupBy {
     Model,
     /// `instance`.
     Instance,
-    /// `workload_class`, as stored (never inferred).
+    /// `workload_class`, inferred where null ([`crate::workload`]): keys `agent`, `agent (inferred)`, ….
     WorkloadClass,
     /// `session_id`.
     SessionId,
@@ -62,12 +64,12 @@ impl GroupBy {
         Self::ALL.iter().copied().find(|g| g.column() == text)
     }
 
-    fn key(self, row: &RequestRow) -> Option<String> {
+    fn key(self, row: &RequestRow, class: Class) -> Option<String> {
         match self {
             GroupBy::Source => Some(row.source.clone()),
             GroupBy::Model => row.model.clone(),
             GroupBy::Instance => row.instance.clone(),
-            GroupBy::WorkloadClass => row.workload_class.map(|c| c.as_str().to_owned()),
+            GroupBy::WorkloadClass => Some(class.key()),
             GroupBy::SessionId => row.session_id.clone(),
             GroupBy::Status => Some(row.status.as_str().to_owned()),
         }
@@ -90,6 +92,8 @@ pub struct MetricsOptions {
     pub slo: Slo,
     /// Column to break every figure down by.
     pub by: Option<GroupBy>,
+    /// What serving costs; cost figures are null without it.
+    pub cost: Option<CostProfile>,
 }
 
 /// Everything `infertrace metrics` reports; serializes to the object of `schemas/metrics.schema.json`.
@@ -134,6 +138,10 @@ pub struct GroupMetrics {
     pub ttft_under_load: Vec<LoadBucket>,
     /// Engine samples per instance (null instance under [`NULL_GROUP`]).
     pub engine: BTreeMap<String, InstanceSamples>,
+    /// Rows per workload class, as recorded or inferred ([`crate::workload`]); every class is listed.
+    pub workload: BTreeMap<WorkloadClass, ClassCount>,
+    /// Cost, energy and efficiency ([`crate::cost`]); null without a cost profile.
+    pub cost: Option<Cost>,
 }
 
 /// Queue, prefill and decode time as fractions of end-to-end time, over the rows that have all four durations
@@ -262,20 +270,25 @@ pub fn compute(datasets: &[Dataset], options: &MetricsOptions) -> Metrics {
     let rows: Vec<RequestRow> = datasets.iter().flat_map(read::requests).collect();
     let samples: Vec<Sample> = datasets.iter().flat_map(read::samples).collect();
     let all: Vec<&RequestRow> = rows.iter().collect();
+    let classes = workload::classify(&all, !options.slo.is_empty());
     let all_samples: Vec<&Sample> = samples.iter().collect();
-    let overall = group_metrics(&all, &all_samples, &options.slo);
+    let fleet = cost::fleet(&all, throughput(&all).span_s);
+    let priced = options.cost.as_ref().map(|profile| (profile, fleet));
+    let overall = group_metrics(&all, &classes, &all_samples, &options.slo, priced);
     let mut groups = BTreeMap::new();
     if let Some(by) = options.by {
-        let mut keyed: BTreeMap<String, Vec<&RequestRow>> = BTreeMap::new();
-        for row in &rows {
-            keyed.entry(by.key(row).unwrap_or_else(|| NULL_GROUP.to_owned())).or_default().push(row);
+        let mut keyed: BTreeMap<String, (Vec<&RequestRow>, Vec<Class>)> = BTreeMap::new();
+        for (row, &class) in rows.iter().zip(&classes) {
+            let members = keyed.entry(by.key(row, class).unwrap_or_else(|| NULL_GROUP.to_owned())).or_default();
+            members.0.push(row);
+            members.1.push(class);
         }
-        for (key, members) in keyed {
+        for (key, (members, member_classes)) in keyed {
             let group_samples: Vec<&Sample> = samples
                 .iter()
                 .filter(|s| by.sample_key(s).is_some_and(|k| k.as_deref().unwrap_or(NULL_GROUP) == key))
                 .collect();
-            groups.insert(key, group_metrics(&members, &group_samples, &options.slo));
+            groups.insert(key, group_metrics(&members, &member_classes, &group_samples, &options.slo, priced));
         }
     }
     Metrics {
@@ -301,7 +314,13 @@ fn latency(row: &RequestRow, which: Latency) -> Option<f64> {
     value.filter(|v| v.is_finite())
 }
 
-fn group_metrics(rows: &[&RequestRow], samples: &[&Sample], slo: &Slo) -> GroupMetrics {
+fn group_metrics(
+    rows: &[&RequestRow],
+    classes: &[Class],
+    samples: &[&Sample],
+    slo: &Slo,
+    priced: Option<(&CostProfile, Fleet)>,
+) -> GroupMetrics {
     let requests = rows.len() as u64;
     let mut status: BTreeMap<Status, u64> = Status::ALL.iter().map(|&s| (s, 0)).collect();
     for row in rows {
@@ -314,14 +333,10 @@ fn group_metrics(rows: &[&RequestRow], samples: &[&Sample], slo: &Slo) -> GroupM
         .map(|&l| (l, Distribution::of(rows.iter().filter_map(|r| latency(r, l)).collect())))
         .collect();
     let throughput = throughput(rows);
+    let meets_slo = |r: &RequestRow| slo.bounds.iter().all(|(&l, &bound)| latency(r, l).is_some_and(|v| v <= bound));
+    let successful: Vec<bool> = rows.iter().map(|r| r.status == Status::Ok && meets_slo(r)).collect();
     let goodput = (!slo.is_empty()).then(|| {
-        let good = rows
-            .iter()
-            .filter(|r| {
-                r.status == Status::Ok
-                    && slo.bounds.iter().all(|(&l, &bound)| latency(r, l).is_some_and(|v| v <= bound))
-            })
-            .count() as u64;
+        let good = successful.iter().filter(|&&ok| ok).count() as u64;
         Goodput {
             requests: good,
             fraction: ratio(good, requests),
@@ -340,6 +355,8 @@ fn group_metrics(rows: &[&RequestRow], samples: &[&Sample], slo: &Slo) -> GroupM
         time_split: time_split(rows),
         ttft_under_load: ttft_under_load(rows),
         engine: engine(samples),
+        workload: workload::count(classes),
+        cost: priced.map(|(profile, fleet)| cost::cost(profile, fleet, rows, &successful)),
     }
 }
 
@@ -416,7 +433,8 @@ fn throughput(rows: &[&RequestRow]) -> Throughput {
         .flatten()
     });
     let (min, max) = instants.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
-    let span_s = (max > min).then(|| (max as f64 - min as f64) / 1e9);
+    // Subtract as integers: instants near 2^60 ns lose 256 ns each as f64.
+    let span_s = (max > min).then(|| (i128::from(max) - i128::from(min)) as f64 / 1e9);
     let input_tokens = rows.iter().filter_map(|r| r.input_tokens).map(u64::from).sum();
     let output_tokens = rows.iter().filter_map(|r| r.output_tokens).map(u64::from).sum();
     let per_s = |n: u64| span_s.map(|s| n as f64 / s);
@@ -496,7 +514,9 @@ fn reasoning(rows: &[&RequestRow]) -> Reasoning {
 }
 
 fn engine(samples: &[&Sample]) -> BTreeMap<String, InstanceSamples> {
-    let mut values: BTreeMap<String, BTreeMap<&str, Vec<(i64, f64)>>> = BTreeMap::new();
+    // (time, value) points per instance and metric.
+    type Series = Vec<(i64, f64)>;
+    let mut values: BTreeMap<String, BTreeMap<&str, Series>> = BTreeMap::new();
     for sample in samples {
         let instance = sample.instance.clone().unwrap_or_else(|| NULL_GROUP.to_owned());
         values.entry(instance).or_default().entry(sample.metric).or_default().push((sample.time, sample.value));

@@ -40,9 +40,13 @@
 //!   (B − A) / |A|.
 //! - **Engine samples.** `kv_cache_usage` and `requests_waiting` from `samples`, per instance: count, mean over
 //!   samples, mean over time (each sample holds until the next), p95 and max.
+//! - **Workload class.** Stored, or inferred where null by the rules of [`workload`] (agent, rag, batch, chat);
+//!   `workload` counts rows per class, stored and inferred apart.
 //! - **Groups** (`--by`): rows are grouped on `source`, `model`, `instance`, `workload_class`, `session_id` or
-//!   `status` as stored, null under `(none)`. Samples carry only `source` and `instance`, so groups on other
-//!   columns have no engine figures (the overall object has them all). The workload class is never inferred.
+//!   `status` as stored, null under `(none)`; `workload_class` groups use the inferred class where none is stored,
+//!   under keys marked ` (inferred)` (`agent (inferred)`), so recorded and guessed classes never mix. Samples carry
+//!   only `source` and `instance`, so groups on other columns have no engine figures (the overall object has them
+//!   all).
 //!
 //! # JSON fields
 //!
@@ -63,26 +67,39 @@
 //! - `time_split`: `{requests, queue, prefill, decode}` (fractions of e2e).
 //! - `ttft_under_load`: a list of `{in_flight_min, in_flight_max, ttft}` (a latency distribution), non-empty
 //!   buckets in order.
-//! - `engine`: per instance, `kv_cache_usage` and `requests_waiting`, each `{count, mean, p95, max}`.
+//! - `engine`: per instance, `kv_cache_usage` and `requests_waiting`, each `{count, mean, time_weighted_mean,
+//!   p95, max}`.
+//! - `workload`: per class (`chat`, `rag`, `agent`, `batch`), `{stored, inferred}` row counts.
 //!
 //! A figure that cannot be computed (no values, zero denominator, empty span) is null, never 0 or NaN.
 //!
-//! This crate deliberately does not print or read paths: the CLI opens datasets and renders. Merge, HTML reports,
-//! cost profiles and workload-class inference are not here yet.
+//! [`merge`](mod@merge) joins the rows several sources wrote about one run; its module documentation states the
+//! matching and precedence rules.
+//!
+//! This crate deliberately does not print or read paths: the CLI opens datasets and renders.
 
 mod compare;
 mod compute;
+pub mod cost;
+pub mod merge;
 pub mod read;
 pub mod slo;
 pub mod stats;
+pub mod workload;
 
 pub use compare::{Difference, compare};
 pub use compute::{
     Cache, Goodput, GroupBy, GroupMetrics, HitRate, InstanceSamples, LoadBucket, METRICS_VERSION, Metrics,
     MetricsOptions, NULL_GROUP, Reasoning, Reuse, Throughput, TimeSplit, compute,
 };
+pub use cost::{Cost, CostError, CostProfile};
+pub use merge::{MergeError, MergeOptions, Merged, merge};
 pub use slo::{Latency, Slo, SloError};
 pub use stats::{Distribution, SampleSummary};
 
+#[cfg(test)]
+mod cost_tests;
+#[cfg(test)]
+mod merge_tests;
 #[cfg(test)]
 mod tests;

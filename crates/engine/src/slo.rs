@@ -116,7 +116,8 @@ impl Slo {
     }
 }
 
-fn parse_duration(text: &str) -> Result<f64, SloError> {
+/// Parses one duration in seconds: a non-negative number with `us`, `ms`, `s` or `m` (seconds when bare).
+pub fn parse_duration(text: &str) -> Result<f64, SloError> {
     let error = || SloError::Duration(text.to_owned());
     let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);

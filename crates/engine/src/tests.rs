@@ -9,15 +9,15 @@ use infertrace_schema::{
 
 use super::*;
 
-const S: i64 = 1_000_000_000;
+pub(crate) const S: i64 = 1_000_000_000;
 /// An arbitrary origin, so that instants are not small numbers.
-const T0: i64 = 1_700_000_000 * S;
+pub(crate) const T0: i64 = 1_700_000_000 * S;
 
 fn at(seconds: f64) -> Option<i64> {
     Some(T0 + (seconds * 1e9) as i64)
 }
 
-fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> Dataset {
+pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> Dataset {
     let mut writer = DatasetWriter::create(dir, false).unwrap();
     for row in requests {
         writer.push_request(row).unwrap();
@@ -31,6 +31,7 @@ fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> Datas
         assumptions: Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
         inputs: Vec::new(),
         skipped: Vec::new(),
+        merge: None,
         rows: RowCounts::default(),
     };
     writer.finish(manifest).unwrap();
@@ -136,7 +137,7 @@ fn close(actual: Option<f64>, expected: f64) {
 fn overall_figures_match_hand_computation() {
     let dir = tempfile::tempdir().unwrap();
     let slo = Slo::parse("ttft=2s,e2e=5s").unwrap();
-    let m = compute(&[dataset(&dir)], &MetricsOptions { slo, by: None });
+    let m = compute(&[dataset(&dir)], &MetricsOptions { slo, ..Default::default() });
     let g = &m.overall;
     assert_eq!(g.requests, 4);
     let status: Vec<_> = g.status.iter().map(|(s, n)| (s.as_str(), *n)).collect();
@@ -254,7 +255,10 @@ fn datasets_are_taken_together() {
 fn empty_datasets_give_nulls_not_nans() {
     let dir = tempfile::tempdir().unwrap();
     let empty = write(&dir.path().join("d"), &[], &[]);
-    let m = compute(&[empty], &MetricsOptions { slo: Slo::parse("ttft=1s").unwrap(), by: Some(GroupBy::Model) });
+    let m = compute(
+        &[empty],
+        &MetricsOptions { slo: Slo::parse("ttft=1s").unwrap(), by: Some(GroupBy::Model), ..Default::default() },
+    );
     assert_eq!(m.overall.requests, 0);
     assert_eq!(m.overall.success_rate, None);
     assert_eq!(m.overall.throughput.span_s, None);
@@ -318,8 +322,17 @@ fn json_follows_the_committed_schema() {
     let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let data = [dataset(&dir)];
-    for by in [None, Some(GroupBy::Instance), Some(GroupBy::WorkloadClass)] {
-        let options = MetricsOptions { slo: Slo::parse("ttft=2s,tpot=100ms").unwrap(), by };
+    let profile = crate::CostProfile {
+        accelerator: Some(crate::cost::AcceleratorCost { count: 1, price_per_hour: 2.0, ..Default::default() }),
+        ..Default::default()
+    };
+    for (by, cost) in [
+        (None, None),
+        (Some(GroupBy::Instance), None),
+        (Some(GroupBy::WorkloadClass), None),
+        (Some(GroupBy::Model), Some(profile)),
+    ] {
+        let options = MetricsOptions { slo: Slo::parse("ttft=2s,tpot=100ms").unwrap(), by, cost };
         let value = serde_json::to_value(compute(&data, &options)).unwrap();
         check(&value, &schema, &schema, "$");
     }

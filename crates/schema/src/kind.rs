@@ -7,10 +7,12 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayBuilder, Float64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder, TimestampNanosecondBuilder,
-    UInt16Builder, UInt32Builder, UInt64Builder,
+    Array, ArrayBuilder, ArrayRef, AsArray as _, Float64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder,
+    TimestampNanosecondBuilder, UInt16Builder, UInt32Builder, UInt64Builder,
 };
-use arrow::datatypes::{DataType, Field, Int32Type, TimeUnit};
+use arrow::datatypes::{
+    DataType, Field, Float64Type, Int32Type, TimeUnit, TimestampNanosecondType, UInt16Type, UInt32Type, UInt64Type,
+};
 
 /// How values of one column are typed, built and documented.
 pub trait ColumnKind {
@@ -26,6 +28,26 @@ pub trait ColumnKind {
     fn builder(capacity: usize) -> Self::Builder;
     /// Appends one cell, `None` being null.
     fn append(builder: &mut Self::Builder, value: Option<&Self::Value>);
+    /// The cells of `array`, which has [`ColumnKind::data_type`] (the reader casts first); a value outside a closed
+    /// vocabulary reads as null.
+    fn read(array: &ArrayRef) -> Vec<Option<Self::Value>>;
+}
+
+/// A value stored as dictionary text: free text, or one of the closed vocabularies.
+pub trait Text: AsRef<str> + Sized {
+    /// The value spelled `text`; `None` outside a closed vocabulary.
+    fn from_text(text: &str) -> Option<Self>;
+}
+
+impl Text for String {
+    fn from_text(text: &str) -> Option<Self> {
+        Some(text.to_owned())
+    }
+}
+
+fn read_strings<T: Text>(array: &ArrayRef) -> Vec<Option<T>> {
+    let casted = arrow::compute::cast(array, &DataType::Utf8).expect("dictionary text casts to utf8");
+    casted.as_string::<i32>().iter().map(|v| v.and_then(T::from_text)).collect()
 }
 
 /// Plain UTF-8 strings, for high-cardinality text such as request ids.
@@ -47,6 +69,9 @@ impl ColumnKind for Utf8 {
     fn append(builder: &mut StringBuilder, value: Option<&String>) {
         builder.append_option(value);
     }
+    fn read(array: &ArrayRef) -> Vec<Option<String>> {
+        read_strings(array)
+    }
 }
 
 /// Dictionary-encoded strings (`Int32` keys), for small-cardinality text such as model names and statuses.
@@ -55,7 +80,7 @@ impl ColumnKind for Utf8 {
 #[derive(Debug)]
 pub struct Dict<T>(PhantomData<T>);
 
-impl<T: AsRef<str>> ColumnKind for Dict<T> {
+impl<T: Text> ColumnKind for Dict<T> {
     type Value = T;
     type Builder = StringDictionaryBuilder<Int32Type>;
     fn data_type() -> DataType {
@@ -74,6 +99,9 @@ impl<T: AsRef<str>> ColumnKind for Dict<T> {
             }
             None => builder.append_null(),
         }
+    }
+    fn read(array: &ArrayRef) -> Vec<Option<T>> {
+        read_strings(array)
     }
 }
 
@@ -99,10 +127,13 @@ impl ColumnKind for Time {
     fn append(builder: &mut Self::Builder, value: Option<&i64>) {
         builder.append_option(value.copied());
     }
+    fn read(array: &ArrayRef) -> Vec<Option<i64>> {
+        array.as_primitive::<TimestampNanosecondType>().iter().collect()
+    }
 }
 
 macro_rules! primitive_kind {
-    ($(#[$meta:meta])* $kind:ident, $value:ty, $builder:ty, $data_type:expr, $name:literal) => {
+    ($(#[$meta:meta])* $kind:ident, $value:ty, $arrow:ty, $builder:ty, $data_type:expr, $name:literal) => {
         $(#[$meta])*
         #[derive(Debug)]
         pub enum $kind {}
@@ -122,25 +153,28 @@ macro_rules! primitive_kind {
             fn append(builder: &mut Self::Builder, value: Option<&$value>) {
                 builder.append_option(value.copied());
             }
+            fn read(array: &ArrayRef) -> Vec<Option<$value>> {
+                array.as_primitive::<$arrow>().iter().collect()
+            }
         }
     };
 }
 
 primitive_kind!(
     /// 64-bit floats: durations in seconds, ratios, sample values.
-    F64, f64, Float64Builder, DataType::Float64, "double"
+    F64, f64, Float64Type, Float64Builder, DataType::Float64, "double"
 );
 primitive_kind!(
     /// 16-bit unsigned integers: HTTP statuses.
-    U16, u16, UInt16Builder, DataType::UInt16, "uint16"
+    U16, u16, UInt16Type, UInt16Builder, DataType::UInt16, "uint16"
 );
 primitive_kind!(
     /// 32-bit unsigned integers: token and block counts.
-    U32, u32, UInt32Builder, DataType::UInt32, "uint32"
+    U32, u32, UInt32Type, UInt32Builder, DataType::UInt32, "uint32"
 );
 primitive_kind!(
     /// 64-bit unsigned integers: bytes, hashes, line numbers.
-    U64, u64, UInt64Builder, DataType::UInt64, "uint64"
+    U64, u64, UInt64Type, UInt64Builder, DataType::UInt64, "uint64"
 );
 
 /// Lists of 64-bit unsigned integers: chained prefix block hashes.
@@ -167,5 +201,11 @@ impl ColumnKind for U64List {
             }
             None => builder.append_null(),
         }
+    }
+    fn read(array: &ArrayRef) -> Vec<Option<Vec<u64>>> {
+        let lists = array.as_list::<i32>();
+        (0..lists.len())
+            .map(|i| lists.is_valid(i).then(|| lists.value(i).as_primitive::<UInt64Type>().iter().flatten().collect()))
+            .collect()
     }
 }

@@ -25,10 +25,10 @@ pub use dataset::{
     BATCH_ROWS, Dataset, DatasetError, DatasetWriter, MANIFEST_FILE, ROW_GROUP_ROWS, SCHEMA_VERSION,
     SCHEMA_VERSION_KEY, TABLE_KEY, manifest_json, read_table,
 };
-pub use kind::{ColumnKind, Dict, F64, TIME_ZONE, Time, U16, U32, U64, U64List, Utf8};
+pub use kind::{ColumnKind, Dict, F64, TIME_ZONE, Text, Time, U16, U32, U64, U64List, Utf8};
 pub use manifest::{
-    Assumptions, DiagnosticSample, DiagnosticSummary, InputEntry, KindSummary, MANIFEST_FIELDS, Manifest, Producer,
-    RowCounts, SkippedInput, YearAssumption, YearSource,
+    Assumptions, DiagnosticSample, DiagnosticSummary, InputEntry, KindSummary, MANIFEST_FIELDS, Manifest, MergeRecord,
+    Producer, RowCounts, SkippedInput, YearAssumption, YearSource,
 };
 pub use table::{ColumnDoc, Table, TableBuilder};
 pub use tables::{

@@ -24,8 +24,38 @@ pub struct Manifest {
     /// an unrecognised named file is an error).
     #[serde(default)]
     pub skipped: Vec<SkippedInput>,
+    /// How `infertrace merge` joined the datasets this one was made from; absent from normalized datasets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeRecord>,
     /// Rows per table in the whole dataset.
     pub rows: RowCounts,
+}
+
+/// What `infertrace merge` did: its inputs, options and how many rows it joined, and how.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeRecord {
+    /// The merged datasets, as given on the command line.
+    pub datasets: Vec<String>,
+    /// Largest arrival-time difference of two rows joined by time, in nanoseconds.
+    pub tolerance_ns: u64,
+    /// Largest difference of token counts of two rows joined by time.
+    pub token_slack: u32,
+    /// Sources taken as client-observed (their TTFT and e2e take precedence), sorted.
+    pub client_sources: Vec<String>,
+    /// Request rows read, per source.
+    pub rows_in: BTreeMap<String, u64>,
+    /// Rows joined to a request of another source by `request_id`.
+    pub matched_by_id: u64,
+    /// Rows joined to a request of another source by arrival time and token counts.
+    pub matched_by_time: u64,
+    /// Of `matched_by_time`, rows that had more than one candidate within the tolerance (the nearest was taken).
+    pub ambiguous: u64,
+    /// Output rows built from two or more sources.
+    pub merged_requests: u64,
+    /// Rows left on their own, per source (every source listed).
+    pub unmatched: BTreeMap<String, u64>,
+    /// For the merged rows: how many took each column from each source, by column then source.
+    pub columns: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 /// A file of an input directory that was not normalized.
@@ -218,6 +248,17 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     ),
     ("skipped[].path", "A file of an input directory that no adapter recognised (named files must be recognised)."),
     ("skipped[].reason", "`unrecognised`, or `ambiguous: <format ids>`; pass `--format` to read it."),
+    ("merge.datasets[]", "Datasets merged by `infertrace merge`, as given (absent unless the dataset is a merge)."),
+    ("merge.tolerance_ns", "Largest arrival-time difference of rows joined by time (`--tolerance`), ns."),
+    ("merge.token_slack", "Largest token-count difference of rows joined by time (`--token-slack`)."),
+    ("merge.client_sources[]", "Sources taken as client-observed: their TTFT and e2e take precedence."),
+    ("merge.rows_in.<source>", "Request rows read from the merged datasets, per source."),
+    ("merge.matched_by_id", "Rows joined to a request of another source by `request_id`."),
+    ("merge.matched_by_time", "Rows joined to a request of another source by arrival time and token counts."),
+    ("merge.ambiguous", "Rows joined by time that had more than one candidate (the nearest arrival won)."),
+    ("merge.merged_requests", "Output rows built from two or more sources."),
+    ("merge.unmatched.<source>", "Rows left on their own, per source."),
+    ("merge.columns.<column>.<source>", "Merged rows that took that column from that source."),
     ("rows.requests", "Rows of `requests.parquet`."),
     ("rows.samples", "Rows of `samples.parquet`."),
     ("rows.cache_events", "Rows of `cache_events.parquet`."),

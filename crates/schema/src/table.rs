@@ -31,6 +31,10 @@ pub trait Table: Sized {
     const COLUMNS: &'static [ColumnDoc];
     /// The Arrow schema, whose metadata holds the schema version under [`crate::SCHEMA_VERSION_KEY`].
     fn schema() -> SchemaRef;
+    /// The rows of `batch`, read by column name: a column the batch lacks (a dataset of an older schema) reads as
+    /// null, a required one as its default; a column of another type is cast to this schema's type, and a value
+    /// that cannot be cast is an error naming the column (never a silent null).
+    fn from_batch(batch: &RecordBatch) -> Result<Vec<Self>, arrow::error::ArrowError>;
 }
 
 /// Accumulates rows of one table into Arrow arrays (arrow-rs's custom-builder pattern).
@@ -60,6 +64,15 @@ macro_rules! cell {
     };
     (optional, $value:expr) => {
         $value.as_ref()
+    };
+}
+
+macro_rules! read_cell {
+    (required, $value:expr) => {
+        $value.unwrap_or_default()
+    };
+    (optional, $value:expr) => {
+        $value
     };
 }
 
@@ -134,6 +147,37 @@ macro_rules! table {
                 });
                 SCHEMA.clone()
             }
+            fn from_batch(
+                batch: &arrow::array::RecordBatch,
+            ) -> Result<Vec<Self>, arrow::error::ArrowError> {
+                let rows = batch.num_rows();
+                $(
+                    let $field: Vec<Option<<$kind as $crate::kind::ColumnKind>::Value>> =
+                        match batch.column_by_name(stringify!($field)) {
+                            Some(array) => {
+                                let array = arrow::compute::cast_with_options(
+                                    array,
+                                    &<$kind as $crate::kind::ColumnKind>::data_type(),
+                                    &arrow::compute::CastOptions { safe: false, ..Default::default() },
+                                )
+                                .map_err(|e| {
+                                    arrow::error::ArrowError::CastError(format!(
+                                        "column {}: {e}",
+                                        stringify!($field)
+                                    ))
+                                })?;
+                                <$kind as $crate::kind::ColumnKind>::read(&array)
+                            }
+                            None => std::iter::repeat_with(|| None).take(rows).collect(),
+                        };
+                    let mut $field = $field.into_iter();
+                )*
+                Ok((0..rows)
+                    .map(|_| $row {
+                        $($field: read_cell!($presence, $field.next().flatten()),)*
+                    })
+                    .collect())
+            }
         }
 
         impl $row {
@@ -196,4 +240,4 @@ macro_rules! table {
     };
 }
 
-pub(crate) use {cell, field_type, nullable, table};
+pub(crate) use {cell, field_type, nullable, read_cell, table};

@@ -1,7 +1,7 @@
 //! The three tables of a canonical dataset.
 
 use crate::kind::{Dict, F64, Time, U16, U32, U64, U64List, Utf8};
-use crate::table::{cell, field_type, nullable, table};
+use crate::table::{cell, field_type, nullable, read_cell, table};
 use crate::vocab::{CacheEventKind, CacheTier, Status, WorkloadClass};
 
 table! {
@@ -13,6 +13,9 @@ table! {
     request_id / REQUEST_ID: Utf8, required, "";
     /// Format id of the adapter that produced the row (`mooncake`, `azure-llm`, …).
     source / SOURCE: Dict<String>, required, "";
+    /// Which source each column of a merged row came from (`infertrace merge`), as `column=source` pairs joined by
+    /// `;` in column order; null for rows seen by one source only, whose columns all come from `source`.
+    column_sources / COLUMN_SOURCES: Dict<String>, optional, "";
     /// Served model name as the source spells it.
     model / MODEL: Dict<String>, optional, "";
     /// Conversation or agent session the request belongs to.

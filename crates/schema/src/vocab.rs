@@ -43,6 +43,12 @@ macro_rules! vocabulary {
             }
         }
 
+        impl $crate::kind::Text for $name {
+            fn from_text(text: &str) -> Option<Self> {
+                Self::parse(text)
+            }
+        }
+
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 self.as_str()

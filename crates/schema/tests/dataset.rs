@@ -26,6 +26,7 @@ fn manifest() -> Manifest {
         },
         inputs: vec![],
         skipped: vec![],
+        merge: None,
         rows: RowCounts::default(),
     }
 }
@@ -35,6 +36,7 @@ fn full_request() -> RequestRow {
     RequestRow {
         request_id: "cmpl-1".into(),
         source: "vllm-log".into(),
+        column_sources: Some("ttft_s=aiperf;queue_s=vllm-log".into()),
         model: Some("llama".into()),
         session_id: Some("s1".into()),
         turn: Some(3),
@@ -152,6 +154,78 @@ fn every_request_column_survives_parquet() {
 }
 
 #[test]
+fn rows_read_back_equal_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    let bare = RequestRow { request_id: "bare".into(), source: "mooncake".into(), ..Default::default() };
+    let sample = EngineSample {
+        time: 5,
+        source: "vllm-log".into(),
+        instance: Some("i".into()),
+        metric: metrics::KV_CACHE_USAGE.into(),
+        value: 0.75,
+        source_file: None,
+        source_line: Some(9),
+    };
+    let event = CacheEvent {
+        time: Some(6),
+        source: "vllm-kv-events".into(),
+        tier: Some(CacheTier::Cpu),
+        event: CacheEventKind::Lookup,
+        blocks: Some(8),
+        hit_blocks: Some(5),
+        latency_s: Some(0.001),
+        ..Default::default()
+    };
+    let mut writer = DatasetWriter::create(&out, false).unwrap();
+    writer.push_request(&full_request()).unwrap();
+    writer.push_request(&bare).unwrap();
+    writer.push_sample(&sample).unwrap();
+    writer.push_cache_event(&event).unwrap();
+    writer.finish(manifest()).unwrap();
+    let dataset = Dataset::open(&out).unwrap();
+    assert_eq!(RequestRow::from_batch(&dataset.requests).unwrap(), [full_request(), bare]);
+    assert_eq!(EngineSample::from_batch(&dataset.samples).unwrap(), [sample]);
+    assert_eq!(CacheEvent::from_batch(&dataset.cache_events).unwrap(), [event]);
+}
+
+#[test]
+fn rows_of_an_older_or_foreign_schema_read_by_name() {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+    // A batch with a plain-string `source`, an unknown status, an extra column and most columns missing.
+    let batch = RecordBatch::try_from_iter([
+        ("request_id", Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef),
+        ("source", Arc::new(StringArray::from(vec![Some("x"), None])) as ArrayRef),
+        ("status", Arc::new(StringArray::from(vec!["ok", "exploded"])) as ArrayRef),
+        ("input_tokens", Arc::new(UInt64Array::from(vec![Some(7), None])) as ArrayRef),
+        ("not_a_column", Arc::new(UInt64Array::from(vec![1, 2])) as ArrayRef),
+    ])
+    .unwrap();
+    let rows = RequestRow::from_batch(&batch).unwrap();
+    assert_eq!(
+        rows,
+        [
+            RequestRow {
+                request_id: "a".into(),
+                source: "x".into(),
+                status: Status::Ok,
+                input_tokens: Some(7),
+                ..Default::default()
+            },
+            // Null required text reads as empty, an unknown status as the default (`unknown`).
+            RequestRow { request_id: "b".into(), ..Default::default() },
+        ]
+    );
+    // A column that cannot be cast is an error naming it.
+    let bad =
+        RecordBatch::try_from_iter([("prefix_hashes", Arc::new(StringArray::from(vec!["[1]"])) as ArrayRef)]).unwrap();
+    let error = RequestRow::from_batch(&bad).unwrap_err().to_string();
+    assert!(error.contains("prefix_hashes"), "{error}");
+}
+
+#[test]
 fn empty_tables_keep_their_schema() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ds");
@@ -232,6 +306,14 @@ fn manifest_field_docs_match_what_is_serialized() {
         diagnostics,
         details: [("duration".to_owned(), serde_json::json!(1.5))].into_iter().collect(),
     });
+    m.merge = Some(infertrace_schema::MergeRecord {
+        datasets: vec!["a".into()],
+        client_sources: vec!["aiperf".into()],
+        rows_in: [("aiperf".to_owned(), 2)].into_iter().collect(),
+        unmatched: [("aiperf".to_owned(), 1)].into_iter().collect(),
+        columns: [("ttft_s".to_owned(), [("aiperf".to_owned(), 1)].into_iter().collect())].into_iter().collect(),
+        ..Default::default()
+    });
     fn paths(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
         match value {
             serde_json::Value::Object(map) => {
@@ -240,6 +322,13 @@ fn manifest_field_docs_match_what_is_serialized() {
                         "<kind>"
                     } else if prefix.ends_with("details") {
                         "<key>"
+                    } else if prefix.ends_with("rows_in")
+                        || prefix.ends_with("unmatched")
+                        || prefix.contains(".columns.")
+                    {
+                        "<source>"
+                    } else if prefix.ends_with("columns") {
+                        "<column>"
                     } else {
                         key
                     };
