@@ -10,6 +10,7 @@
 
 mod merge;
 pub mod metrics;
+pub mod model;
 mod normalize;
 pub mod paths;
 pub mod registry;

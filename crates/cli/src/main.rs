@@ -5,7 +5,7 @@ use std::io::{self, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use infertrace::metrics;
@@ -45,6 +45,17 @@ enum Command {
     /// outcome, servers for queue, prefill, decode, token and cache counts; `column_sources` records which.
     /// Unmatched rows are kept. Samples and cache events are concatenated.
     Merge(MergeCliArgs),
+    /// Evaluate the cost model: expected prefill cost under the cache tiers, cost per successful answer,
+    /// tokens per $ and per kWh, retrieve-vs-recompute breakeven per tier, disaggregation and compression.
+    ///
+    /// Parameters come from the model's defaults, then datasets (--from), then a TOML file, then --set, each
+    /// overriding the one before; names and equations are in docs/model.md. The worked example of the
+    /// articles: `infertrace model examples/model/coding-agent.toml`.
+    Model(ModelArgs),
+    /// Evaluate the model over a grid of one or two parameters and write the cost surface.
+    Sweep(SweepArgs),
+    /// Number of prefill, decode or collocated accelerators a workload needs under SLOs, from the roofline.
+    Size(SizeArgs),
     /// List the input formats, one per line.
     Formats,
     /// Print the canonical schema (Markdown, or JSON with --json).
@@ -131,6 +142,101 @@ struct MergeCliArgs {
 
 fn parse_tolerance(text: &str) -> Result<f64, String> {
     infertrace_engine::slo::parse_duration(text).map_err(|e| e.to_string())
+}
+
+#[derive(Debug, clap::Args)]
+struct ParamArgs {
+    /// Parameter file (TOML; see docs/model.md and examples/model/).
+    #[arg(value_name = "PARAMS")]
+    file: Option<PathBuf>,
+    /// Measure R, u, hit rates, lengths, the prefill fit, decode time and success rate from datasets.
+    #[arg(long, value_name = "DATASET")]
+    from: Vec<PathBuf>,
+    /// Set one parameter by name or alias (R=12, u=0.9, h.hbm=0.25, L.external=0.9, kappa=2, …); repeatable.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = infertrace::model::parse_set)]
+    set: Vec<(String, f64)>,
+    /// Catalog model for the roofline (see --list).
+    #[arg(long, value_name = "ID")]
+    model: Option<String>,
+    /// Catalog accelerator for the roofline (see --list).
+    #[arg(long, value_name = "ID")]
+    accelerator: Option<String>,
+    /// A catalog of accelerators and models adding to (or replacing entries of) the built-in one.
+    #[arg(long, value_name = "FILE")]
+    catalog: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct ModelArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// Print JSON: the parameters as used, the measurements and every figure.
+    #[arg(long)]
+    json: bool,
+    /// List the catalog's accelerators and models and exit.
+    #[arg(long)]
+    list: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct SweepArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// NAME=FROM..TO[:STEPS] (default 11 steps); once or twice.
+    #[arg(long, value_name = "NAME=FROM..TO[:STEPS]", required = true)]
+    vary: Vec<String>,
+    /// The cost surface: .csv, else Parquet.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// An SVG chart of the surface: lines for one parameter, a heat map for two.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct SizeArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// Arrival rate, requests per second.
+    #[arg(long, value_name = "REQ/S")]
+    rate: f64,
+    /// SLOs on the mean TTFT and the TPOT, such as ttft=2s,tpot=50ms (both needed).
+    #[arg(long, value_name = "NAME=TIME,…", value_parser = parse_slo)]
+    slo: Slo,
+    /// Highest utilization of an instance.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.9)]
+    max_utilization: f64,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ParamArgs {
+    fn sources(&self) -> infertrace::model::ParamSources {
+        let mut set = self.set.clone();
+        // Strings cannot go through --set: the model and accelerator are applied by `load_params`.
+        set.retain(|_| true);
+        infertrace::model::ParamSources {
+            file: self.file.clone(),
+            from: self.from.clone(),
+            set,
+            catalog: self.catalog.clone(),
+        }
+    }
+
+    fn load(&self) -> Result<infertrace::model::Loaded> {
+        let mut loaded = infertrace::model::load(&self.sources())?;
+        if self.model.is_some() || self.accelerator.is_some() {
+            let hardware = loaded.params.hardware.get_or_insert_with(Default::default);
+            if let Some(model) = &self.model {
+                hardware.model.clone_from(model);
+            }
+            if let Some(accelerator) = &self.accelerator {
+                hardware.accelerator.clone_from(accelerator);
+            }
+        }
+        Ok(loaded)
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -339,6 +445,90 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let manifest = infertrace::merge(&merge_args)?;
             out.write_all(infertrace::render_merge(&manifest, &merge_args.output).as_bytes())?;
+            out.flush()?;
+        }
+        Command::Model(args) => {
+            let loaded = args.params.load()?;
+            if args.list {
+                for a in &loaded.catalog.accelerators {
+                    writeln!(
+                        out,
+                        "accelerator {:<11} {} — {} TFLOP/s bf16 dense, {} GB at {} GB/s, {} W, ${}/h",
+                        a.id,
+                        a.name,
+                        a.bf16_dense_tflops,
+                        a.hbm_gb,
+                        a.memory_bandwidth_gbs,
+                        a.power_watts,
+                        a.price_per_hour
+                    )?;
+                }
+                for m in &loaded.catalog.models {
+                    writeln!(
+                        out,
+                        "model       {:<14} {} layers, {} KV heads × {}, {:?}, {} B parameters ({} B active), {} KV bytes/token (bf16)",
+                        m.id,
+                        m.layers,
+                        m.kv_heads,
+                        m.head_dim,
+                        m.attention,
+                        m.parameters / 1e9,
+                        m.active_parameters / 1e9,
+                        m.kv_bytes_per_token(2.0)
+                    )?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let evaluation = infertrace_model::evaluate(&loaded.params, &loaded.catalog)?;
+            let text = if args.json {
+                infertrace::model::model_json(&loaded, &evaluation)
+            } else {
+                infertrace::model::render_model(&loaded, &evaluation)
+            };
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Command::Sweep(args) => {
+            let loaded = args.params.load()?;
+            let axes = args
+                .vary
+                .iter()
+                .map(|v| infertrace_model::sweep::Axis::parse(v).map_err(|e| anyhow::anyhow!("--vary {v}: {e}")))
+                .collect::<Result<Vec<_>>>()?;
+            let surface = infertrace_model::sweep::sweep(&loaded.params, &loaded.catalog, axes)?;
+            infertrace::model::write_surface(&surface, &args.output)?;
+            if let Some(svg) = &args.svg {
+                std::fs::write(svg, infertrace::model::surface_svg(&surface))
+                    .with_context(|| format!("cannot write {}", svg.display()))?;
+            }
+            out.write_all(infertrace::model::render_sweep(&surface).as_bytes())?;
+            writeln!(out, "wrote {}", args.output.display())?;
+            out.flush()?;
+        }
+        Command::Size(args) => {
+            let loaded = args.params.load()?;
+            infertrace::model::require_hardware(&loaded.params)?;
+            let (Some(ttft), Some(tpot)) = (
+                args.slo.bounds.get(&infertrace_engine::Latency::Ttft),
+                args.slo.bounds.get(&infertrace_engine::Latency::Tpot),
+            ) else {
+                bail!("--slo needs both ttft and tpot, such as --slo ttft=2s,tpot=50ms");
+            };
+            let request = infertrace_model::size::SizeRequest {
+                requests_per_s: args.rate,
+                ttft_s: *ttft,
+                tpot_s: *tpot,
+                max_utilization: args.max_utilization,
+            };
+            let sizing = infertrace_model::size::size(&loaded.params, &loaded.catalog, &request)?;
+            let text = if args.json {
+                let mut t = serde_json::to_string_pretty(&sizing)?;
+                t.push('\n');
+                t
+            } else {
+                infertrace::model::render_size(&sizing)
+            };
+            out.write_all(text.as_bytes())?;
             out.flush()?;
         }
         Command::Compare(args) => {

@@ -123,6 +123,11 @@ pub fn requests(dataset: &Dataset) -> Vec<RequestRow> {
 
 /// The samples of `dataset` whose metric is one of [`SAMPLE_METRICS`] and whose value is finite, in table order.
 pub fn samples(dataset: &Dataset) -> Vec<Sample> {
+    samples_of(dataset, SAMPLE_METRICS)
+}
+
+/// The samples of `dataset` whose metric is one of `wanted` and whose value is finite, in table order.
+pub fn samples_of(dataset: &Dataset, wanted: &[&'static str]) -> Vec<Sample> {
     let batch = &dataset.samples;
     let (source, instance, metric) =
         (strings(batch, sample::SOURCE), strings(batch, sample::INSTANCE), strings(batch, sample::METRIC));
@@ -135,7 +140,7 @@ pub fn samples(dataset: &Dataset) -> Vec<Sample> {
     (0..batch.num_rows())
         .filter_map(|i| {
             let name = metric.get(i)?.as_deref()?;
-            let metric = SAMPLE_METRICS.iter().copied().find(|m| *m == name)?;
+            let metric = wanted.iter().copied().find(|m| *m == name)?;
             let value = values.is_valid(i).then(|| values.value(i)).filter(|v| v.is_finite())?;
             let time = times.is_valid(i).then(|| times.value(i))?;
             Some(Sample {

@@ -1,0 +1,21 @@
+//! The infertrace cost model (`docs/model.md`): the expected prefill-related cost of a request under a cache
+//! hierarchy, the cost of a successful answer with hidden reasoning included, effective tokens per dollar and per
+//! kWh, the retrieve-versus-recompute breakeven per tier, collocated versus disaggregated serving, and the net effect
+//! of KV compression; plus parameter sweeps and sizing.
+//!
+//! Inputs are [`Params`] (TOML, `--set`, `--vary`) and a [`Catalog`] of accelerators and models for the roofline
+//! (prefill bound by compute, decode by memory bandwidth). Nothing here reads files or prints: the CLI does.
+
+pub mod catalog;
+pub mod eval;
+pub mod fit;
+pub mod params;
+pub mod size;
+pub mod sweep;
+
+pub use catalog::{Accelerator, Attention, Catalog, CatalogError, Model};
+pub use eval::{EvalError, Evaluation, evaluate};
+pub use params::{ParamError, Params};
+
+#[cfg(test)]
+mod tests;
