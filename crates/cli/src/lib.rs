@@ -1,5 +1,5 @@
 //! The infertrace command line: normalize inputs into a canonical dataset, sample one from published statistics
-//! (`synth`), summarise datasets (`metrics`), list formats, print the schema.
+//! (`synth`), summarise datasets (`metrics`, `compare`) and report on them as HTML (`report`), list formats, print the schema.
 //!
 //! This crate wires adapters to the dataset writer. It owns everything that touches the outside world: walking
 //! directories, choosing adapters (a closed registry, not registration magic), the progress bar, the summary
@@ -11,6 +11,7 @@ pub mod metrics;
 mod normalize;
 pub mod paths;
 pub mod registry;
+pub mod report;
 pub mod summary;
 mod synth;
 

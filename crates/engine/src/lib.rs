@@ -67,11 +67,13 @@
 //!
 //! A figure that cannot be computed (no values, zero denominator, empty span) is null, never 0 or NaN.
 //!
-//! This crate deliberately does not print or read paths: the CLI opens datasets and renders. Merge, HTML reports,
+//! This crate deliberately does not print or read paths: the CLI opens datasets and renders ([`format`] is how
+//! figures are written, shared by the terminal tables and the HTML report of `infertrace-report`). Merge,
 //! cost profiles and workload-class inference are not here yet.
 
 mod compare;
 mod compute;
+pub mod format;
 pub mod read;
 pub mod slo;
 pub mod stats;
