@@ -496,7 +496,9 @@ fn reasoning(rows: &[&RequestRow]) -> Reasoning {
 }
 
 fn engine(samples: &[&Sample]) -> BTreeMap<String, InstanceSamples> {
-    let mut values: BTreeMap<String, BTreeMap<&str, Vec<(i64, f64)>>> = BTreeMap::new();
+    // (time, value) points per instance and metric.
+    type Series = Vec<(i64, f64)>;
+    let mut values: BTreeMap<String, BTreeMap<&str, Series>> = BTreeMap::new();
     for sample in samples {
         let instance = sample.instance.clone().unwrap_or_else(|| NULL_GROUP.to_owned());
         values.entry(instance).or_default().entry(sample.metric).or_default().push((sample.time, sample.value));

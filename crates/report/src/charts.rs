@@ -265,7 +265,7 @@ pub(crate) fn samples_over_time(samples: &[Sample], timeline: Option<&Timeline>,
     let total = series.len();
     let mut ranked: Vec<(&str, Vec<(i64, f64)>)> = series.into_iter().collect();
     // Most samples first; equal counts keep the instances' name order (the sort is stable).
-    ranked.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+    ranked.sort_by_key(|(_, points)| std::cmp::Reverse(points.len()));
     ranked.truncate(MAX_INSTANCES);
     let mut reduced = false;
     let drawn: Vec<(&str, Vec<(i64, f64)>)> = ranked

@@ -32,7 +32,7 @@
 //! A chart whose columns the datasets lack is a panel saying `no data:` and why, never empty axes: most public
 //! traces have no TTFT.
 //!
-//! Key decisions: the SVG is hand-built ([`svg`]) rather than drawn with a plotting crate, so that the same
+//! Key decisions: the SVG is hand-built (the `svg` module) rather than drawn with a plotting crate, so that the same
 //! input gives the same bytes (coordinates with one decimal, maps in `BTreeMap` order, no clock, no fonts
 //! measured); every string from a dataset (source, model, instance, title) is HTML-escaped. The report reads
 //! no text column but `source`, `model`, `instance`, `status` and `workload_class` (the last two through the
@@ -350,6 +350,7 @@ table.engine th, table.engine td { text-align: right; }
 table.latency td, table.engine td { white-space: nowrap; }
 table.engine th:first-child, table.engine tr > *:first-child { text-align: left; overflow-wrap: anywhere; }
 .none, .note { color: #777; }
+td.none { text-align: left; }
 .charts { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 12px 16px; }
 figure { margin: 0; }
 svg.chart { width: 100%; height: auto; display: block; font-family: inherit; }
@@ -360,6 +361,7 @@ svg .tick { font-size: 11px; fill: #555; }
 svg .axis-label { font-size: 12px; fill: #333; }
 svg .mark { font-size: 11px; fill: #222; }
 svg .marker { font-size: 10px; fill: #444; }
+svg polyline { stroke-linejoin: round; }
 svg .grid { stroke: #e6e6e6; stroke-width: 1; }
 svg .axis { stroke: #888; stroke-width: 1; }
 svg .empty { fill: #fafafa; stroke: #ccc; stroke-dasharray: 4 4; }

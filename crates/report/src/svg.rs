@@ -12,6 +12,8 @@ use crate::escape;
 pub(crate) const WIDTH: f64 = 560.0;
 /// Height of every chart's view box, in px.
 pub(crate) const HEIGHT: f64 = 320.0;
+/// Height of a "no data" panel's view box, in px.
+pub(crate) const EMPTY_HEIGHT: f64 = 110.0;
 const LEFT: f64 = 62.0;
 const RIGHT: f64 = 26.0;
 const BOTTOM: f64 = 46.0;
@@ -44,7 +46,7 @@ pub(crate) fn nice_ticks(lo: f64, hi: f64, intervals: usize) -> Ticks {
     let exponent = raw.log10().floor() as i32;
     let normalized = raw / 10f64.powi(exponent);
     let factor = [1.0, 2.0, 5.0].into_iter().find(|f| normalized <= f * (1.0 + 1e-9)).unwrap_or(10.0);
-    // k × factor × 10ⁿ in one rounding (a division for negative n), so that 3 × 0.2 is 0.6, not 0.6000000000000001.
+    // k × factor × 10ⁿ in one rounding (a division for negative n): 3 × 0.2 is then 0.6, not 0.6000000000000001.
     let multiple = |k: i64| {
         if exponent < 0 { k as f64 * factor / 10f64.powi(-exponent) } else { k as f64 * factor * 10f64.powi(exponent) }
     };
@@ -237,7 +239,7 @@ impl Chart {
         let (width, dash) = if dashed { ("1.6", r#" stroke-dasharray="5 3""#) } else { ("2", "") };
         writeln!(
             self.marks,
-            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="{width}"{dash} stroke-linejoin="round"/>"#,
+            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="{width}"{dash}/>"#,
             coordinates.join(" ")
         )
         .unwrap();
@@ -317,7 +319,10 @@ impl Chart {
                 let dash = if series.dashed { r#" stroke-dasharray="5 3""# } else { "" };
                 writeln!(
                     out,
-                    r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="3"{dash}/><text x="{}" y="{}" class="legend">{}</text>"#,
+                    concat!(
+                        r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="3"{dash}/>"#,
+                        r#"<text x="{}" y="{}" class="legend">{}</text>"#
+                    ),
                     px(x),
                     px(y - 4.0),
                     px(x + 18.0),
@@ -325,7 +330,8 @@ impl Chart {
                     series.colour,
                     px(x + 24.0),
                     px(y),
-                    escape(&series.name)
+                    escape(&series.name),
+                    dash = dash
                 )
                 .unwrap();
             }
@@ -414,10 +420,11 @@ fn open_svg(title: &str) -> String {
     )
 }
 
-/// The panel drawn instead of empty axes: the title and `no data: <reason>`, wrapped to the panel's width.
+/// The panel drawn instead of empty axes, shorter than a chart: the title and `no data: <reason>`, wrapped to
+/// the panel's width.
 pub(crate) fn no_data(title: &str, reason: &str) -> String {
-    let mut out = open_svg(title);
-    let (top, bottom) = (32.0, HEIGHT - BOTTOM);
+    let mut out = open_svg(title).replacen(&format!("0 0 {WIDTH} {HEIGHT}"), &format!("0 0 {WIDTH} {EMPTY_HEIGHT}"), 1);
+    let (top, bottom) = (30.0, EMPTY_HEIGHT - 4.0);
     writeln!(
         out,
         r#"<rect x="{LEFT}" y="{top}" width="{}" height="{}" class="empty"/>"#,
@@ -426,7 +433,7 @@ pub(crate) fn no_data(title: &str, reason: &str) -> String {
     )
     .unwrap();
     let lines = wrap(&format!("no data: {reason}"), ((WIDTH - LEFT - RIGHT - 24.0) / (13.0 * 0.6)) as usize);
-    let first = (top + bottom) / 2.0 - (lines.len() as f64 - 1.0) * 9.0;
+    let first = (top + bottom) / 2.0 + 4.0 - (lines.len() as f64 - 1.0) * 9.0;
     for (i, line) in lines.iter().enumerate() {
         writeln!(
             out,
