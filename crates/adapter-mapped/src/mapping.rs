@@ -133,6 +133,7 @@ targets! {
 /// Columns of `requests` that exist but cannot be mapped, and why.
 const NOT_MAPPABLE: &[(&str, &str)] = &[
     ("source", "it is always the format id (csv or jsonl)"),
+    ("column_sources", "it is written by infertrace merge, for rows joined from several sources"),
     ("source_file", "it is always the input path"),
     ("source_line", "it is always the record's line"),
     ("error", "error messages can quote user content; map the outcome to status instead"),

@@ -1,6 +1,7 @@
 //! The infertrace command line: normalize inputs into a canonical dataset, sample one from published statistics
-//! (`synth`), join the datasets several sources made of one run (`merge`), summarise datasets (`metrics`), list
-//! formats, print the schema.
+//! (`synth`), join the datasets several sources made of one run (`merge`), summarise datasets (`metrics`,
+//! `compare`), report on them as HTML (`report`), evaluate the cost model (`model`, `sweep`, `size`), list formats,
+//! print the schema.
 //!
 //! This crate wires adapters to the dataset writer. It owns everything that touches the outside world: walking
 //! directories, choosing adapters (a closed registry, not registration magic), the progress bar, the summary
@@ -14,6 +15,7 @@ pub mod model;
 mod normalize;
 pub mod paths;
 pub mod registry;
+pub mod report;
 pub mod summary;
 mod synth;
 

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use infertrace::metrics;
 use infertrace::registry::{self, ADAPTERS, FormatArg};
+use infertrace::report::{self, ReportOptions};
 use infertrace::summary::{self, INPUT_COUNTS_FROM, INPUT_HEADERS};
 use infertrace::{NormalizeOptions, NormalizeReport, ServegenOptions, normalize, synth_servegen};
 use infertrace_adapter::time::parse_rfc3339;
@@ -35,6 +36,9 @@ enum Command {
     /// Summarise datasets: status counts, latency distributions, throughput, goodput, cache hit and reuse rates,
     /// reasoning depth, KV-cache usage and queue depth per instance.
     Metrics(MetricsArgs),
+    /// Write a self-contained HTML report of datasets: latency CDFs and latency over time, KV-cache usage and queue
+    /// depth per instance, cache hit rate per tier, TTFT under load and the summary tables.
+    Report(ReportArgs),
     /// Compare the metrics of two datasets (measured vs replayed, before vs after): every figure of A and B with
     /// B − A and (B − A) / |A|.
     Compare(CompareArgs),
@@ -237,6 +241,25 @@ impl ParamArgs {
         }
         Ok(loaded)
     }
+}
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// Dataset directories written by `infertrace normalize` or `synth`; their rows are taken together.
+    #[arg(required = true, value_name = "DATASET")]
+    datasets: Vec<PathBuf>,
+    /// The HTML file to write (replaced if it exists).
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Bounds for goodput, as for `metrics`.
+    #[arg(long, value_name = "NAME=TIME,…", value_parser = parse_slo)]
+    slo: Option<Slo>,
+    /// Page title; by default the dataset paths as given.
+    #[arg(long, value_name = "TEXT")]
+    title: Option<String>,
+    /// Cost profile (as for `metrics`): adds the cost section.
+    #[arg(long, value_name = "FILE")]
+    cost: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -529,6 +552,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 infertrace::model::render_size(&sizing)
             };
             out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Command::Report(args) => {
+            let options = ReportOptions {
+                datasets: args.datasets,
+                output: args.output,
+                slo: args.slo.unwrap_or_default(),
+                title: args.title,
+                cost: args.cost.as_deref().map(metrics::read_cost_profile).transpose()?,
+            };
+            report::report(&options)?;
+            writeln!(out, "wrote {}", options.output.display())?;
             out.flush()?;
         }
         Command::Compare(args) => {

@@ -4,20 +4,25 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
+use infertrace_engine::format::{count, dollars, percent, quantity, rate, seconds, significant};
 use infertrace_engine::{
     Cost, CostProfile, Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary, compute,
 };
 use infertrace_schema::Dataset;
 
-use crate::summary::{count, render_table};
+use crate::summary::render_table;
 
 /// Opens every dataset of `paths` and computes the metrics of their rows taken together.
 pub fn metrics(paths: &[PathBuf], options: &MetricsOptions) -> Result<Metrics> {
-    let datasets = paths
+    Ok(compute(&open_datasets(paths)?, options))
+}
+
+/// Opens every dataset of `paths`; the error names the first that cannot be read.
+pub fn open_datasets(paths: &[PathBuf]) -> Result<Vec<Dataset>> {
+    paths
         .iter()
         .map(|path| Dataset::open(path).with_context(|| format!("cannot read dataset {}", path.display())))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(compute(&datasets, options))
+        .collect()
 }
 
 /// Reads and checks the cost profile at `path` (TOML; see `infertrace_engine::cost`).
@@ -229,22 +234,6 @@ fn render_group(title: &str, g: &GroupMetrics) -> String {
     out
 }
 
-/// Dollars with three significant digits (`$6.25`, `$0.00144`), or `-`.
-fn dollars(value: Option<f64>) -> String {
-    value.map_or("-".to_owned(), |v| format!("${}", significant(v, "")))
-}
-
-/// Three significant digits below 1,000, whole numbers with thousands separators above: `0.375`, `264`, `1,375`.
-fn quantity(value: Option<f64>) -> String {
-    match value {
-        Some(v) if v.abs() >= 1000.0 && v.is_finite() => {
-            let sign = if v < 0.0 { "-" } else { "" };
-            format!("{sign}{}", count(v.abs().round() as u64))
-        }
-        other => rate(other),
-    }
-}
-
 fn render_cost(out: &mut String, c: &Cost) {
     let mut parts = Vec::new();
     for (name, value) in [
@@ -312,56 +301,4 @@ fn duration_row(latency: Latency, d: &Distribution) -> Vec<String> {
 fn sample_cells(s: &SampleSummary, format: impl Fn(f64) -> String) -> [String; 4] {
     let cell = |v: Option<f64>| v.map_or("-".to_owned(), &format);
     [count(s.count), cell(s.time_weighted_mean), cell(s.p95), cell(s.max)]
-}
-
-/// Three significant digits with a unit suffix: `7.10`, `65.5`, `0.400`, `1234`.
-fn significant(value: f64, unit: &str) -> String {
-    if value == 0.0 {
-        return format!("0{unit}");
-    }
-    let digits = value.abs().log10().floor() as i32;
-    let decimals = (2 - digits).clamp(0, 6) as usize;
-    format!("{value:.decimals$}{unit}")
-}
-
-/// A duration with three significant digits in s, ms or µs: `7.10 s`, `65.5 s`, `123 ms`.
-pub fn seconds(value: f64) -> String {
-    let magnitude = value.abs();
-    if magnitude >= 1.0 || magnitude == 0.0 {
-        significant(value, " s")
-    } else if magnitude >= 1e-3 {
-        significant(value * 1e3, " ms")
-    } else {
-        significant(value * 1e6, " µs")
-    }
-}
-
-fn rate(value: Option<f64>) -> String {
-    value.map_or("-".to_owned(), |v| significant(v, ""))
-}
-
-fn percent(value: Option<f64>) -> String {
-    value.map_or("-".to_owned(), |v| format!("{:.1}%", v * 100.0))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_keep_three_significant_digits() {
-        assert_eq!(seconds(7.1), "7.10 s");
-        assert_eq!(seconds(65.49), "65.5 s");
-        assert_eq!(seconds(123.4), "123 s");
-        assert_eq!(seconds(0.1234), "123 ms");
-        assert_eq!(seconds(0.00456), "4.56 ms");
-        assert_eq!(seconds(0.0000456), "45.6 µs");
-        assert_eq!(seconds(0.0), "0 s");
-        assert_eq!(significant(0.4, ""), "0.400");
-        assert_eq!(significant(12345.6, ""), "12346");
-        assert_eq!(quantity(Some(1374.6)), "1,375");
-        assert_eq!(quantity(Some(0.0036)), "0.00360");
-        assert_eq!(quantity(None), "-");
-        assert_eq!(dollars(Some(6.25)), "$6.25");
-    }
 }

@@ -603,7 +603,40 @@ pub fn require_hardware(params: &Params) -> Result<()> {
     Ok(())
 }
 
-/// An SVG chart of the surface (placeholder until the report's chart module lands): empty string.
-pub fn surface_svg(_surface: &Surface) -> String {
-    String::new()
+/// The surface as a standalone SVG: the objective against the parameter (with the optimum and the breakevens
+/// marked) for one axis, a heat map of it for two (the optimum starred).
+pub fn surface_svg(surface: &Surface) -> String {
+    use infertrace_model::sweep::objective;
+    use infertrace_report::plot::{Line, Marker, heat_map, line_chart};
+    let value =
+        |p: &infertrace_model::sweep::Point| p.result.as_ref().ok().and_then(|e| objective(surface.objective, e));
+    let title = format!("{} over the sweep", surface.objective);
+    match surface.axes.as_slice() {
+        [axis] => {
+            let points = surface.points.iter().map(|p| (p.at[0], value(p))).collect();
+            let mut markers: Vec<Marker> = surface
+                .optimum
+                .map(|i| Marker { x: surface.points[i].at[0], text: "optimum".to_owned() })
+                .into_iter()
+                .collect();
+            markers.extend(
+                surface.crossings.iter().map(|c| Marker { x: c.value, text: format!("breakeven: {}", c.what) }),
+            );
+            line_chart(
+                &title,
+                &axis.name,
+                surface.objective,
+                &[Line { name: surface.objective.to_owned(), points }],
+                &markers,
+            )
+        }
+        [rows, columns] => {
+            let width = columns.values.len();
+            let values: Vec<Vec<Option<f64>>> =
+                surface.points.chunks(width).map(|row| row.iter().map(value).collect()).collect();
+            let marked = surface.optimum.map(|i| (i / width, i % width));
+            heat_map(&title, &columns.name, &rows.name, &columns.values, &rows.values, &values, marked)
+        }
+        _ => String::new(),
+    }
 }

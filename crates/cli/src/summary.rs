@@ -1,5 +1,6 @@
 //! The summary table printed after a run.
 
+pub use infertrace_engine::format::count;
 use infertrace_schema::Manifest;
 
 /// Renders rows under headers as an aligned plain-text table; columns from `right_from` on (counts) are
@@ -27,19 +28,6 @@ pub fn render_table(headers: &[&str], rows: &[Vec<String>], right_from: usize) -
     for row in rows {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
         out.push('\n');
-    }
-    out
-}
-
-/// Formats a count with thousands separators: `12031` → `12,031`.
-pub fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
     }
     out
 }

@@ -130,3 +130,29 @@ fn parameters_can_be_measured_from_a_dataset() {
     // The measured values reach the parameters.
     assert_eq!(json["params"]["workload"]["input_tokens"], 850.0);
 }
+
+#[test]
+fn a_two_parameter_sweep_draws_a_heat_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let (surface, svg) = (dir.path().join("s.parquet"), dir.path().join("s.svg"));
+    let text = stdout(&infertrace(&[
+        "sweep",
+        EXAMPLE,
+        "--vary",
+        "h.hbm=0..0.6:4",
+        "--vary",
+        "h.external=0..0.6:4",
+        "-o",
+        surface.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]));
+    // 0.6 + 0.6 is the only pair over 1 of the 16 (0.4 + 0.6 = 1 is allowed).
+    assert!(text.contains("16 points (15 valid) over tiers.hbm.hit_rate × tiers.external.hit_rate\n"), "{text}");
+    // No price: the objective is E; least at 0.6 in HBM and 0.4 outside: 0.4 × 0.9 = 0.36 s.
+    assert!(text.contains("optimum (expected_prefill_s): 0.36 at h.hbm = 0.6, h.external = 0.4\n"), "{text}");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert_eq!(svg.matches("<rect x=").count(), 16);
+    assert!(std::fs::metadata(&surface).unwrap().len() > 0);
+}

@@ -76,11 +76,13 @@
 //! [`merge`](mod@merge) joins the rows several sources wrote about one run; its module documentation states the
 //! matching and precedence rules.
 //!
-//! This crate deliberately does not print or read paths: the CLI opens datasets and renders.
+//! This crate deliberately does not print or read paths: the CLI opens datasets and renders ([`format`] is how
+//! figures are written, shared by the terminal tables and the HTML report of `infertrace-report`).
 
 mod compare;
 mod compute;
 pub mod cost;
+pub mod format;
 pub mod merge;
 pub mod read;
 pub mod slo;

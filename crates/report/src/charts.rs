@@ -1,0 +1,497 @@
+//! The report's charts, each built from rows, samples or metrics into one `<svg>` (or a "no data" panel).
+
+use std::collections::BTreeMap;
+
+use infertrace_engine::format::{count, percent, seconds, significant};
+use infertrace_engine::read::Sample;
+use infertrace_engine::stats::quantile;
+use infertrace_engine::{Distribution, GroupMetrics, HitRate, Latency, NULL_GROUP};
+use infertrace_schema::{CacheTier, RequestRow};
+
+use crate::svg::{Axis, Chart, Series, no_data, steps, truncate};
+
+/// Colours of the series, chosen to stay distinct on screen and in print.
+pub(crate) const BLUE: &str = "#1f77b4";
+pub(crate) const ORANGE: &str = "#ff7f0e";
+pub(crate) const GREEN: &str = "#2ca02c";
+pub(crate) const RED: &str = "#d62728";
+pub(crate) const PURPLE: &str = "#9467bd";
+pub(crate) const BROWN: &str = "#8c564b";
+pub(crate) const PINK: &str = "#e377c2";
+pub(crate) const CYAN: &str = "#17becf";
+pub(crate) const GREY: &str = "#7f7f7f";
+/// One colour per drawn instance.
+const INSTANCE_COLOURS: [&str; MAX_INSTANCES] = [BLUE, ORANGE, GREEN, RED, PURPLE, BROWN, PINK, CYAN];
+
+/// Most points of a CDF line: the values at this many evenly spaced ranks (min and max always among them).
+pub(crate) const CDF_POINTS: usize = 512;
+/// Time bins of the latency-over-time charts.
+pub(crate) const TIME_BINS: usize = 60;
+/// Most points of a sample series; longer series are reduced to the maximum of this many time bins.
+pub(crate) const SAMPLE_POINTS: usize = 600;
+/// Most instances drawn in a sample chart (the most sampled).
+pub(crate) const MAX_INSTANCES: usize = 8;
+
+/// The durations that get a CDF, with their colours.
+pub(crate) const CDFS: [(Latency, &str); 4] =
+    [(Latency::Ttft, BLUE), (Latency::Tpot, ORANGE), (Latency::E2e, GREEN), (Latency::Queue, PURPLE)];
+
+/// The display name of a duration: `TTFT`, `TPOT`, `E2E`, `queue`.
+fn name(latency: Latency) -> &'static str {
+    match latency {
+        Latency::Ttft => "TTFT",
+        Latency::Tpot => "TPOT",
+        Latency::E2e => "E2E latency",
+        Latency::Queue => "queue time",
+        Latency::Prefill => "prefill time",
+        Latency::Decode => "decode time",
+        Latency::KvTransfer => "KV transfer time",
+    }
+}
+
+/// The value of `which` in `row`, when present and finite (as the engine reads it).
+pub(crate) fn latency(row: &RequestRow, which: Latency) -> Option<f64> {
+    let value = match which {
+        Latency::Ttft => row.ttft_s,
+        Latency::Tpot => row.tpot_s,
+        Latency::E2e => row.e2e_s,
+        Latency::Queue => row.queue_s,
+        Latency::Prefill => row.prefill_s,
+        Latency::Decode => row.decode_s,
+        Latency::KvTransfer => row.kv_transfer_s,
+    };
+    value.filter(|v| v.is_finite())
+}
+
+/// A unit for durations up to `max` seconds: (seconds per unit, name).
+pub(crate) fn duration_unit(max: f64) -> (f64, &'static str) {
+    if max >= 1.0 {
+        (1.0, "s")
+    } else if max >= 1e-3 {
+        (1e-3, "ms")
+    } else {
+        (1e-6, "µs")
+    }
+}
+
+/// The ranks drawn of `n` sorted values: all of them up to `max`, else `max` ranks evenly spaced from the first
+/// to the last, `round(i (n − 1) / (max − 1))`.
+pub(crate) fn cdf_ranks(n: usize, max: usize) -> Vec<usize> {
+    if n <= max || max < 2 {
+        return (0..n).collect();
+    }
+    let (last, intervals) = (n as u128 - 1, max as u128 - 1);
+    (0..max as u128).map(|i| ((2 * i * last + intervals) / (2 * intervals)) as usize).collect()
+}
+
+/// The empirical CDF of one duration: a step line through (value at rank r, (r + 1) / n) at the ranks of
+/// [`cdf_ranks`], with the p50 and p99 of `distribution` marked.
+pub(crate) fn cdf(
+    requests: &[RequestRow],
+    which: Latency,
+    colour: &'static str,
+    distribution: &Distribution,
+) -> String {
+    let title = format!("{} CDF", name(which));
+    let mut values: Vec<f64> = requests.iter().filter_map(|r| latency(r, which)).collect();
+    if values.is_empty() {
+        return no_data(&title, &format!("no request has {}", which.column()));
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let (min, max) = (values[0], values[n - 1]);
+    let (unit, unit_name) = duration_unit(max.abs().max(min.abs()));
+    let mut points = vec![(values[0] / unit, 0.0)];
+    points.extend(cdf_ranks(n, CDF_POINTS).into_iter().map(|r| (values[r] / unit, (r + 1) as f64 / n as f64 * 100.0)));
+    let x = Axis::numeric(min.min(0.0) / unit, max / unit, 6, &format!("{} ({unit_name})", which.column()));
+    let y = Axis::numeric(0.0, 100.0, 5, "requests ≤ x (%)");
+    let note = format!("{} requests; dashed: p50 and p99", count(n as u64));
+    let mut chart = Chart::new(&title, Some(note), x, y, vec![Series::new(which.column(), colour)]);
+    chart.line(&steps(&points), colour, false);
+    for (row, (label, value)) in [("p50", distribution.p50), ("p99", distribution.p99)].into_iter().enumerate() {
+        if let Some(value) = value {
+            chart.marker(value / unit, "#444", &format!("{label} {}", seconds(value)), row);
+        }
+    }
+    chart.finish()
+}
+
+/// Where a time axis starts and how long it runs: from the first arrival to the last (the latency charts), or
+/// from the first sample to the last (the sample charts; engine clocks need not match the requests').
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Timeline {
+    /// The earliest instant (UTC ns).
+    pub(crate) origin: i64,
+    /// From `origin` to the latest instant, in ns.
+    pub(crate) span: i64,
+    /// What the instants are: `arrival` or `sample`.
+    pub(crate) of: &'static str,
+}
+
+impl Timeline {
+    /// The timeline of the arrivals of `requests`; `None` when no row has one.
+    pub(crate) fn of_arrivals(requests: &[RequestRow]) -> Option<Self> {
+        Self::over(requests.iter().filter_map(|r| r.arrival_time), "arrival")
+    }
+
+    /// The timeline of `samples`; `None` when there is none.
+    pub(crate) fn of_samples(samples: &[Sample]) -> Option<Self> {
+        Self::over(samples.iter().map(|s| s.time), "sample")
+    }
+
+    fn over(times: impl Iterator<Item = i64>, of: &'static str) -> Option<Self> {
+        let (lo, hi) = times.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
+        (lo <= hi).then(|| Self { origin: lo, span: hi.saturating_sub(lo), of })
+    }
+
+    /// Seconds per unit of the time axis and its name: s up to 20 minutes, min up to 20 hours, else h.
+    pub(crate) fn unit(&self) -> (f64, &'static str) {
+        let span_s = self.span as f64 / 1e9;
+        if span_s <= 1200.0 {
+            (1.0, "s")
+        } else if span_s <= 72_000.0 {
+            (60.0, "min")
+        } else {
+            (3600.0, "h")
+        }
+    }
+
+    /// `t` on the time axis (in [`unit`](Self::unit)s since the origin).
+    fn at(&self, t: i64) -> f64 {
+        (t.saturating_sub(self.origin)) as f64 / 1e9 / self.unit().0
+    }
+
+    /// Bin (of `bins` equal ones over the span) that holds `t`; the span's end falls into the last bin.
+    pub(crate) fn bin(&self, t: i64, bins: usize) -> usize {
+        if self.span <= 0 {
+            return 0;
+        }
+        let position = (t.saturating_sub(self.origin)) as f64 / self.span as f64;
+        ((position * bins as f64).floor().max(0.0) as usize).min(bins - 1)
+    }
+
+    fn axis(&self) -> Axis {
+        let (unit, unit_name) = self.unit();
+        let label = format!("time since the first {} ({unit_name})", self.of);
+        Axis::numeric(0.0, self.span as f64 / 1e9 / unit, 6, &label)
+    }
+}
+
+/// Per time bin (of [`TIME_BINS`]), the p50 and p95 of `which` over the requests that arrived in it:
+/// `(bin, p50, p95)` for the non-empty bins, in order.
+pub(crate) fn binned_quantiles(requests: &[RequestRow], which: Latency, timeline: &Timeline) -> Vec<(usize, f64, f64)> {
+    let mut bins: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for row in requests {
+        if let (Some(t), Some(value)) = (row.arrival_time, latency(row, which)) {
+            bins.entry(timeline.bin(t, TIME_BINS)).or_default().push(value);
+        }
+    }
+    bins.into_iter()
+        .filter_map(|(bin, mut values)| {
+            values.sort_by(f64::total_cmp);
+            Some((bin, quantile(&values, 0.5)?, quantile(&values, 0.95)?))
+        })
+        .collect()
+}
+
+/// Lines through runs of consecutive bins (a gap where a bin is empty); a run of one bin is a dot.
+fn draw_runs(chart: &mut Chart, points: &[(usize, f64, f64)], colour: &'static str, dashed: bool) {
+    let mut run: Vec<(f64, f64)> = Vec::new();
+    let flush = |run: &mut Vec<(f64, f64)>, chart: &mut Chart| {
+        match run.as_slice() {
+            [] => {}
+            [(x, y)] => chart.dot(*x, *y, colour),
+            _ => chart.line(run, colour, dashed),
+        }
+        run.clear();
+    };
+    let mut previous = None;
+    for &(bin, x, y) in points {
+        if previous.is_some_and(|p: usize| p + 1 != bin) {
+            flush(&mut run, chart);
+        }
+        run.push((x, y));
+        previous = Some(bin);
+    }
+    flush(&mut run, chart);
+}
+
+/// `which` over time: the p50 and p95 of each time bin, at the bin's centre.
+pub(crate) fn over_time(
+    requests: &[RequestRow],
+    timeline: Option<&Timeline>,
+    which: Latency,
+    colour: &'static str,
+) -> String {
+    let title = format!("{} over time", name(which));
+    let binned = timeline.map(|t| binned_quantiles(requests, which, t)).unwrap_or_default();
+    let (Some(timeline), false) = (timeline, binned.is_empty()) else {
+        return no_data(&title, &format!("no request has both arrival_time and {}", which.column()));
+    };
+    let max = binned.iter().map(|b| b.2).fold(0.0, f64::max);
+    let (unit, unit_name) = duration_unit(max);
+    let (time_unit, _) = timeline.unit();
+    let bin_width = timeline.span as f64 / 1e9 / TIME_BINS as f64;
+    let centre = |bin: usize| (bin as f64 + 0.5) * bin_width / time_unit;
+    let note = if timeline.span > 0 {
+        format!("p50 and p95 of the requests arriving in each of {TIME_BINS} bins of {}", seconds(bin_width))
+    } else {
+        "p50 and p95 of the requests (all arrived at one instant)".to_owned()
+    };
+    let x = timeline.axis();
+    let y = Axis::numeric(0.0, max / unit, 5, &format!("{} ({unit_name})", which.column()));
+    let legend = vec![Series::new("p50", colour), Series::dashed("p95", colour)];
+    let mut chart = Chart::new(&title, Some(note), x, y, legend);
+    let at = |pick: fn(&(usize, f64, f64)) -> f64| -> Vec<(usize, f64, f64)> {
+        binned.iter().map(|b| (b.0, if timeline.span > 0 { centre(b.0) } else { 0.0 }, pick(b) / unit)).collect()
+    };
+    draw_runs(&mut chart, &at(|b| b.1), colour, false);
+    draw_runs(&mut chart, &at(|b| b.2), colour, true);
+    chart.finish()
+}
+
+/// An engine sample metric over time, one step line per instance (at most [`MAX_INSTANCES`], the most sampled;
+/// series longer than [`SAMPLE_POINTS`] reduced to each time bin's maximum).
+pub(crate) fn samples_over_time(samples: &[Sample], timeline: Option<&Timeline>, metric: &str) -> String {
+    let kv = metric == infertrace_schema::metrics::KV_CACHE_USAGE;
+    let title = if kv { "KV-cache usage over time" } else { "Queue depth over time" };
+    let mut series: BTreeMap<&str, Vec<(i64, f64)>> = BTreeMap::new();
+    for sample in samples.iter().filter(|s| s.metric == metric) {
+        series.entry(sample.instance.as_deref().unwrap_or(NULL_GROUP)).or_default().push((sample.time, sample.value));
+    }
+    let Some(timeline) = timeline.filter(|_| !series.is_empty()) else {
+        return no_data(title, &format!("no {metric} samples"));
+    };
+    let total = series.len();
+    let mut ranked: Vec<(&str, Vec<(i64, f64)>)> = series.into_iter().collect();
+    // Most samples first; equal counts keep the instances' name order (the sort is stable).
+    ranked.sort_by_key(|(_, points)| std::cmp::Reverse(points.len()));
+    ranked.truncate(MAX_INSTANCES);
+    let mut reduced = false;
+    let drawn: Vec<(&str, Vec<(i64, f64)>)> = ranked
+        .into_iter()
+        .map(|(instance, mut points)| {
+            points.sort_by_key(|p| p.0);
+            if points.len() > SAMPLE_POINTS {
+                reduced = true;
+                points = bin_maxima(&points, timeline);
+            }
+            (instance, points)
+        })
+        .collect();
+    let scale = if kv { 100.0 } else { 1.0 };
+    let max = drawn.iter().flat_map(|(_, p)| p.iter().map(|p| p.1 * scale)).fold(0.0, f64::max);
+    let y = if kv {
+        Axis::numeric(0.0, max.max(100.0), 5, "KV-cache blocks in use (%)")
+    } else {
+        Axis::numeric(0.0, max.max(1.0), 5, "requests waiting")
+    };
+    let mut notes = Vec::new();
+    if total > drawn.len() {
+        notes.push(format!("the {} most sampled of {total} instances; {} omitted", drawn.len(), total - drawn.len()));
+    }
+    if reduced {
+        notes.push(format!("long series: maximum of each of {SAMPLE_POINTS} time bins"));
+    }
+    if let [(instance, _)] = drawn.as_slice() {
+        notes.push(format!("instance {}", truncate(instance, 40)));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let legend: Vec<Series> = drawn
+        .iter()
+        .zip(INSTANCE_COLOURS)
+        .map(|((instance, _), colour)| Series::new(&truncate(instance, 28), colour))
+        .collect();
+    let mut chart = Chart::new(title, note, timeline.axis(), y, legend);
+    for ((_, points), colour) in drawn.iter().zip(INSTANCE_COLOURS) {
+        let line: Vec<(f64, f64)> = points.iter().map(|&(t, v)| (timeline.at(t), v * scale)).collect();
+        if line.len() == 1 {
+            chart.dot(line[0].0, line[0].1, colour);
+        } else {
+            chart.line(&steps(&line), colour, false);
+        }
+    }
+    chart.finish()
+}
+
+/// The maximum of each non-empty bin of [`SAMPLE_POINTS`] equal time bins, at the bin's start (the first
+/// sample's time in the first bin).
+pub(crate) fn bin_maxima(points: &[(i64, f64)], timeline: &Timeline) -> Vec<(i64, f64)> {
+    let mut maxima: BTreeMap<usize, f64> = BTreeMap::new();
+    for &(t, v) in points {
+        let slot = maxima.entry(timeline.bin(t, SAMPLE_POINTS)).or_insert(v);
+        *slot = slot.max(v);
+    }
+    let width = timeline.span as f64 / SAMPLE_POINTS as f64;
+    maxima.into_iter().map(|(bin, v)| (timeline.origin + (bin as f64 * width).round() as i64, v)).collect()
+}
+
+/// Compact token counts: `9,999`, `12.3k`, `4.56M`, `7.89G`.
+pub(crate) fn compact(n: u64) -> String {
+    match n {
+        0..10_000 => count(n),
+        10_000..1_000_000 => significant(n as f64 / 1e3, "k"),
+        1_000_000..1_000_000_000 => significant(n as f64 / 1e6, "M"),
+        _ => significant(n as f64 / 1e9, "G"),
+    }
+}
+
+/// Token-weighted hit rate per tier as bars, and the reuse an unbounded prefix cache would find, labelled with
+/// the rate and cached / counted tokens.
+pub(crate) fn cache_tiers(group: &GroupMetrics) -> String {
+    let title = "Cache hit rate per tier";
+    let cache = &group.cache;
+    let tier = |t: CacheTier| cache.tiers.get(&t).cloned().unwrap_or_default();
+    let from_rate = |r: HitRate| (r.hit_rate, r.cached_tokens, r.input_tokens);
+    let bars = [
+        ("all tiers", from_rate(cache.total.clone()), BLUE),
+        ("gpu", from_rate(tier(CacheTier::Gpu)), GREEN),
+        ("cpu", from_rate(tier(CacheTier::Cpu)), ORANGE),
+        ("disk", from_rate(tier(CacheTier::Disk)), BROWN),
+        ("remote", from_rate(tier(CacheTier::Remote)), PURPLE),
+        ("prefix reuse\n(unbounded)", (cache.reuse.hit_rate, cache.reuse.hit_tokens, cache.reuse.tokens), GREY),
+    ];
+    if bars.iter().all(|b| b.1.0.is_none()) {
+        return no_data(title, "no request has cached-token counts, or prefix hashes with a block size");
+    }
+    let names: Vec<String> = bars.iter().map(|b| b.0.to_owned()).collect();
+    let x = Axis::categories(&names, "");
+    let y = Axis::numeric(0.0, 100.0, 5, "prompt tokens served from cache (%)");
+    let note = "labels: hit rate, cached / counted prompt tokens".to_owned();
+    let mut chart = Chart::new(title, Some(note), x, y, Vec::new());
+    for (i, (_, (rate, cached, tokens), colour)) in bars.into_iter().enumerate() {
+        let centre = i as f64 + 0.5;
+        let Some(rate) = rate else {
+            chart.label(centre, 0.0, -6.0, "middle", "n/a");
+            continue;
+        };
+        chart.bar(i as f64 + 0.2, i as f64 + 0.8, rate * 100.0, colour);
+        // Above the bar, or inside its top when there is no room above.
+        let (top, first, second) = if rate > 0.8 { (rate * 100.0, 14.0, 26.0) } else { (rate * 100.0, -18.0, -6.0) };
+        chart.label(centre, top, first, "middle", &percent(Some(rate)));
+        chart.label(centre, top, second, "middle", &format!("{}/{}", compact(cached), compact(tokens)));
+    }
+    chart.finish()
+}
+
+/// TTFT by load: per bucket of requests in flight at arrival, the p50 and p95 bars, with the count under the
+/// bucket's name.
+pub(crate) fn ttft_under_load(group: &GroupMetrics) -> String {
+    let title = "TTFT under load";
+    let buckets = &group.ttft_under_load;
+    if buckets.is_empty() {
+        return no_data(title, "no request has arrival_time, ttft_s and a completion (time or e2e_s)");
+    }
+    let max = buckets.iter().filter_map(|b| b.ttft.p95).fold(0.0, f64::max);
+    let (unit, unit_name) = duration_unit(max);
+    let many = buckets.len() > 8;
+    let names: Vec<String> = buckets
+        .iter()
+        .map(|b| {
+            let bucket = match (b.in_flight_min, b.in_flight_max) {
+                (low, high) if low == high => low.to_string(),
+                (low, _) if many => format!("{low}+"),
+                (low, high) => format!("{low}–{high}"),
+            };
+            format!("{bucket}\nn={}", compact(b.ttft.count))
+        })
+        .collect();
+    let label = if many {
+        "other requests in flight at arrival (bucket 4+ holds 4–7, 8+ holds 8–15, …)"
+    } else {
+        "other requests in flight at arrival"
+    };
+    let x = Axis::categories(&names, label);
+    let y = Axis::numeric(0.0, max / unit, 5, &format!("ttft_s ({unit_name})"));
+    let legend = vec![Series::new("p50", BLUE), Series::new("p95", ORANGE)];
+    let mut chart = Chart::new(title, None, x, y, legend);
+    for (i, bucket) in buckets.iter().enumerate() {
+        let i = i as f64;
+        if let (Some(p50), Some(p95)) = (bucket.ttft.p50, bucket.ttft.p95) {
+            chart.bar(i + 0.15, i + 0.5, p50 / unit, BLUE);
+            chart.bar(i + 0.5, i + 0.85, p95 / unit, ORANGE);
+        }
+    }
+    chart.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    #[test]
+    fn cdf_ranks_keep_the_ends_and_space_evenly() {
+        assert_eq!(cdf_ranks(3, 512), [0, 1, 2]);
+        assert_eq!(cdf_ranks(0, 512), Vec::<usize>::new());
+        // 11 values at 3 points: ranks 0, round(10 / 2) = 5, 10.
+        assert_eq!(cdf_ranks(11, 3), [0, 5, 10]);
+        // 10 values at 4 points: i × 9 / 3 = 0, 3, 6, 9.
+        assert_eq!(cdf_ranks(10, 4), [0, 3, 6, 9]);
+        // 1000 values at 512 points: i = 1 → round(999 / 511) = round(1.955) = 2; i = 511 → 999.
+        let ranks = cdf_ranks(1000, 512);
+        assert_eq!(ranks.len(), 512);
+        assert_eq!(&ranks[..3], [0, 2, 4]);
+        assert_eq!(ranks[511], 999);
+    }
+
+    #[test]
+    fn timelines_bin_from_the_first_instant() {
+        let timeline = Timeline { origin: 100 * S, span: 60 * S, of: "arrival" };
+        assert_eq!(timeline.unit(), (1.0, "s"));
+        // 60 bins of 1 s: t = 100 s → 0, 100.5 s → 0, 130 s → 30, the end (160 s) → the last bin.
+        assert_eq!(timeline.bin(100 * S, 60), 0);
+        assert_eq!(timeline.bin(100 * S + S / 2, 60), 0);
+        assert_eq!(timeline.bin(130 * S, 60), 30);
+        assert_eq!(timeline.bin(160 * S, 60), 59);
+        assert_eq!(Timeline { origin: 0, span: 1200 * S, of: "arrival" }.unit(), (1.0, "s"));
+        assert_eq!(Timeline { origin: 0, span: 3600 * S, of: "arrival" }.unit(), (60.0, "min"));
+        assert_eq!(Timeline { origin: 0, span: 86_400 * S, of: "arrival" }.unit(), (3600.0, "h"));
+        assert_eq!(Timeline { origin: 5, span: 0, of: "arrival" }.bin(5, 60), 0);
+        // Samples have their own timeline: an engine clock need not match the requests'.
+        let sample = |t| Sample { time: t, source: "x".into(), instance: None, metric: "kv_cache_usage", value: 0.5 };
+        let timeline = Timeline::of_samples(&[sample(7 * S), sample(3 * S)]).unwrap();
+        assert_eq!(timeline, Timeline { origin: 3 * S, span: 4 * S, of: "sample" });
+        assert_eq!(Timeline::of_samples(&[]), None);
+    }
+
+    #[test]
+    fn latency_bins_take_quantiles_of_their_arrivals() {
+        let row = |arrival_s: i64, ttft: f64| RequestRow {
+            arrival_time: Some(arrival_s * S),
+            ttft_s: Some(ttft),
+            ..RequestRow::default()
+        };
+        // Span 0..60 s, 60 bins of 1 s. Bin 0: 1, 2, 3, 4, 10 → p50 3, p95 at h = 3.8: 4 + 0.8 × 6 = 8.8.
+        // Bin 59: the last arrival alone (60 s falls in the last bin).
+        let rows = [row(0, 1.0), row(0, 2.0), row(0, 3.0), row(0, 4.0), row(0, 10.0), row(60, 0.5)];
+        let timeline = Timeline::of_arrivals(&rows).unwrap();
+        assert_eq!(timeline, Timeline { origin: 0, span: 60 * S, of: "arrival" });
+        let bins = binned_quantiles(&rows, Latency::Ttft, &timeline);
+        assert_eq!(bins.len(), 2);
+        assert_eq!((bins[0].0, bins[0].1), (0, 3.0));
+        assert!((bins[0].2 - 8.8).abs() < 1e-12);
+        assert_eq!(bins[1], (59, 0.5, 0.5));
+    }
+
+    #[test]
+    fn long_sample_series_keep_each_bins_maximum() {
+        // 1,200 samples, one every 0.5 s over 599.5 s, values 0, 1, 2, …: bin 0 holds samples 0 and 1.
+        let points: Vec<(i64, f64)> = (0..1200).map(|i| (i * S / 2, i as f64)).collect();
+        let timeline = Timeline { origin: 0, span: 600 * S, of: "sample" };
+        let reduced = bin_maxima(&points, &timeline);
+        assert_eq!(reduced.len(), SAMPLE_POINTS);
+        assert_eq!(reduced[0], (0, 1.0));
+        assert_eq!(reduced[1], (S, 3.0));
+        assert_eq!(reduced[599], (599 * S, 1199.0));
+    }
+
+    #[test]
+    fn compact_counts() {
+        assert_eq!(compact(9_999), "9,999");
+        assert_eq!(compact(12_345), "12.3k");
+        assert_eq!(compact(4_560_000), "4.56M");
+        assert_eq!(compact(7_890_000_000), "7.89G");
+    }
+}
