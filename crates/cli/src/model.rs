@@ -18,6 +18,8 @@ use infertrace_model::{Catalog, Params};
 use infertrace_schema::{CacheTier, Dataset, metrics as sample_metrics};
 use serde::Serialize;
 
+use infertrace_engine::format::figure as number;
+
 use crate::summary::{count, render_table};
 
 /// Where the parameters come from.
@@ -237,24 +239,6 @@ pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
 
 fn value(v: Option<f64>, unit: &str) -> String {
     v.map_or("-".to_owned(), |v| format!("{}{unit}", number(v)))
-}
-
-/// Four significant digits, thousands separated above 10,000.
-pub fn number(v: f64) -> String {
-    if !v.is_finite() {
-        return v.to_string();
-    }
-    if v.abs() >= 10_000.0 {
-        let sign = if v < 0.0 { "-" } else { "" };
-        return format!("{sign}{}", count(v.abs().round() as u64));
-    }
-    if v == 0.0 {
-        return "0".to_owned();
-    }
-    let digits = v.abs().log10().floor() as i32;
-    let decimals = (3 - digits).clamp(0, 9) as usize;
-    let text = format!("{v:.decimals$}");
-    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text }
 }
 
 fn derived(d: Option<Derived>, unit: &str) -> String {

@@ -42,6 +42,25 @@ pub fn rate(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |v| significant(v, ""))
 }
 
+/// Four significant digits with trailing zeros dropped, whole numbers with thousands separators from 10,000:
+/// `6.66`, `0.0001235`, `4000`, `24,000`; non-finite values as Rust writes them.
+pub fn figure(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    if v.abs() >= 10_000.0 {
+        let sign = if v < 0.0 { "-" } else { "" };
+        return format!("{sign}{}", count(v.abs().round() as u64));
+    }
+    if v == 0.0 {
+        return "0".to_owned();
+    }
+    let digits = v.abs().log10().floor() as i32;
+    let decimals = (3 - digits).clamp(0, 9) as usize;
+    let text = format!("{v:.decimals$}");
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text }
+}
+
 /// Dollars with three significant digits (`$6.25`, `$0.00144`), `-` when missing.
 pub fn dollars(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |v| format!("${}", significant(v, "")))
@@ -67,6 +86,16 @@ pub fn percent(value: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figures_keep_four_significant_digits() {
+        assert_eq!(figure(6.66), "6.66");
+        assert_eq!(figure(0.000_123_46), "0.0001235");
+        assert_eq!(figure(4000.0), "4000");
+        assert_eq!(figure(24_000.4), "24,000");
+        assert_eq!(figure(-0.5), "-0.5");
+        assert_eq!(figure(0.0), "0");
+    }
 
     #[test]
     fn money_and_large_figures() {

@@ -160,9 +160,9 @@ impl Catalog {
 
     /// Parses and checks a catalog file.
     pub fn from_toml(text: &str) -> Result<Self, CatalogError> {
-        let catalog: Catalog = toml::from_str(text).map_err(|e| CatalogError::Toml {
-            line: e.span().map_or(1, |span| text[..span.start.min(text.len())].matches('\n').count() + 1),
-            message: e.message().lines().next().unwrap_or_default().to_owned(),
+        let catalog: Catalog = toml::from_str(text).map_err(|e| {
+            let (line, message) = crate::toml_error(text, &e);
+            CatalogError::Toml { line, message }
         })?;
         let positive = |id: &str, field, value: f64| {
             if value.is_finite() && value > 0.0 {

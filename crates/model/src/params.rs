@@ -226,9 +226,9 @@ pub enum ParamError {
 impl Params {
     /// Parses a parameter file.
     pub fn from_toml(text: &str) -> Result<Self, ParamError> {
-        let params: Params = toml::from_str(text).map_err(|e| ParamError::Toml {
-            line: e.span().map_or(1, |span| text[..span.start.min(text.len())].matches('\n').count() + 1),
-            message: e.message().lines().next().unwrap_or_default().to_owned(),
+        let params: Params = toml::from_str(text).map_err(|e| {
+            let (line, message) = crate::toml_error(text, &e);
+            ParamError::Toml { line, message }
         })?;
         params.validate()?;
         Ok(params)

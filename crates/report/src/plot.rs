@@ -2,6 +2,8 @@
 //! drawn with the report's chart kit and carrying their own styles (a standalone file needs `xmlns` and cannot
 //! use the page's stylesheet).
 
+use infertrace_engine::format::figure as number;
+
 use crate::svg::{Axis, Chart, HEIGHT, Series, WIDTH};
 
 /// The chart styles, the same as in the HTML report.
@@ -130,17 +132,6 @@ pub fn colour_at(t: f64) -> String {
     let f = (t - t0) / (t1 - t0);
     let channel = |i: usize| (c0[i] + f * (c1[i] - c0[i])).round() as u8;
     format!("#{:02x}{:02x}{:02x}", channel(0), channel(1), channel(2))
-}
-
-/// Up to four significant digits, for tick labels and the scale.
-fn number(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let digits = v.abs().log10().floor() as i32;
-    let decimals = (3 - digits).clamp(0, 9) as usize;
-    let text = format!("{v:.decimals$}");
-    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text }
 }
 
 #[cfg(test)]
