@@ -46,6 +46,8 @@ mod tests {
                 "infertrace-synth" => &["infertrace-schema"],
                 "infertrace-report" => &["infertrace-engine", "infertrace-schema"],
                 "infertrace-model" => &[],
+                "infertrace-replay" => &["infertrace-model", "infertrace-schema", "infertrace-cache"],
+                "infertrace-cache" => &["infertrace-schema"],
                 // The CLI and xtask wire everything together.
                 "infertrace" | "xtask" => continue,
                 other => panic!("{other} is a new workspace package: add its allowed dependencies here"),

@@ -15,6 +15,7 @@ pub mod model;
 mod normalize;
 pub mod paths;
 pub mod registry;
+pub mod replay;
 pub mod report;
 pub mod summary;
 mod synth;

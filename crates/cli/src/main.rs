@@ -60,6 +60,12 @@ enum Command {
     Sweep(SweepArgs),
     /// Number of prefill, decode or collocated accelerators a workload needs under SLOs, from the roofline.
     Size(SizeArgs),
+    /// Replay a trace against a serving configuration (discrete-event simulation on a roofline) and write the
+    /// result as a dataset (source `replay`) for `metrics`, `compare` and `report`.
+    Replay(ReplayArgs),
+    /// Fit a configuration's efficiency factors (mfu, mbu, step overhead) so that its replay of a measured run
+    /// matches the run's mean TTFT and TPOT.
+    Calibrate(CalibrateArgs),
     /// List the input formats, one per line.
     Formats,
     /// Print the canonical schema (Markdown, or JSON with --json).
@@ -263,6 +269,53 @@ struct ReportArgs {
 }
 
 #[derive(Debug, clap::Args)]
+struct ReplayArgs {
+    /// Datasets whose requests are replayed (taken together).
+    #[arg(required = true, value_name = "DATASET")]
+    datasets: Vec<PathBuf>,
+    /// Cluster configuration (TOML; see docs/replay.md and examples/replay/).
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Output dataset directory.
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Multiply the arrival rate (divide the offsets between arrivals).
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    rate_scale: f64,
+    /// Seconds of simulated time between engine samples.
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    sample_interval: f64,
+    /// A catalog extending the built-in one.
+    #[arg(long, value_name = "FILE")]
+    catalog: Option<PathBuf>,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Print the simulation's wall time (reading and writing excluded) to stderr.
+    #[arg(long)]
+    timing: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct CalibrateArgs {
+    /// Datasets of the measured run.
+    #[arg(required = true, value_name = "MEASURED_DATASET")]
+    datasets: Vec<PathBuf>,
+    /// Cluster configuration of the run.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Write the configuration with the fitted factors here.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// A catalog extending the built-in one.
+    #[arg(long, value_name = "FILE")]
+    catalog: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
 struct CompareArgs {
     /// The reference dataset directory.
     #[arg(value_name = "A")]
@@ -357,6 +410,9 @@ struct ServegenArgs {
     /// Replace the output directory if it exists.
     #[arg(long)]
     force: bool,
+    /// Print the simulation's wall time (reading and writing excluded) to stderr.
+    #[arg(long)]
+    timing: bool,
 }
 
 /// `90`, `90s`, `15m`, `6h`, `2d` → seconds.
@@ -564,6 +620,41 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             report::report(&options)?;
             writeln!(out, "wrote {}", options.output.display())?;
+            out.flush()?;
+        }
+        Command::Replay(args) => {
+            let catalog = infertrace::replay::catalog(args.catalog.as_deref())?;
+            let options = infertrace_replay::ReplayOptions {
+                rate_scale: args.rate_scale,
+                sample_interval_s: args.sample_interval,
+            };
+            let replayed = infertrace::replay::replay_to(
+                &args.datasets,
+                &args.config,
+                &catalog,
+                &options,
+                &args.output,
+                args.force,
+                args.timing,
+            )?;
+            out.write_all(infertrace::replay::render_replay(&replayed, &args.output).as_bytes())?;
+            out.flush()?;
+        }
+        Command::Calibrate(args) => {
+            let catalog = infertrace::replay::catalog(args.catalog.as_deref())?;
+            let (fitted, calibration) = infertrace::replay::calibrate_from(&args.datasets, &args.config, &catalog)?;
+            if let Some(path) = &args.output {
+                let text = toml::to_string(&fitted).context("the configuration serializes")?;
+                std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            let text = if args.json {
+                let mut t = serde_json::to_string_pretty(&calibration)?;
+                t.push('\n');
+                t
+            } else {
+                infertrace::replay::render_calibration(&calibration)
+            };
+            out.write_all(text.as_bytes())?;
             out.flush()?;
         }
         Command::Compare(args) => {

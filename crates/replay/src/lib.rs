@@ -1,0 +1,199 @@
+//! Serving replay: a canonical trace held constant and replayed, by discrete-event simulation, against a serving
+//! configuration (`infertrace replay`), and the efficiency factors that make the replay match a measured run
+//! (`infertrace calibrate`).
+//!
+//! [`replay`] turns request rows into the simulation's requests (arrival, prompt tokens, generated tokens with hidden
+//! reasoning), runs [`sim::simulate`] and turns the outcomes back into canonical rows with `source` `replay`, so
+//! that `metrics`, `compare` and `report` work on replays unchanged. The scheduling and cost model are documented in
+//! [`sim`]; `docs/replay.md` documents the validation against measured vLLM runs.
+//!
+//! Rows are replayed when they have an arrival and `input_tokens`; `output_tokens` missing counts as 1 token. Other
+//! rows are skipped and counted. Arrivals keep their offsets from the first arrival, divided by the rate scale.
+
+pub mod calibrate;
+pub mod config;
+pub mod sim;
+
+use infertrace_model::Catalog;
+use infertrace_schema::{EngineSample, RequestRow, Status, metrics};
+
+pub use config::{Config, ConfigError};
+pub use sim::{SimError, Simulation, simulate};
+
+/// The `source` of replayed rows.
+pub const SOURCE: &str = "replay";
+
+/// How to replay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplayOptions {
+    /// Arrival rate multiplier: offsets from the first arrival are divided by it; default 1.
+    pub rate_scale: f64,
+    /// Seconds between engine samples; default 1.
+    pub sample_interval_s: f64,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        Self { rate_scale: 1.0, sample_interval_s: 1.0 }
+    }
+}
+
+/// A replay's tables and counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Replayed {
+    /// One row per replayed request, in input order.
+    pub requests: Vec<RequestRow>,
+    /// Running, waiting and KV usage per instance every sample interval.
+    pub samples: Vec<EngineSample>,
+    /// Rows not replayed (no arrival or no input tokens).
+    pub skipped: u64,
+    /// Requests rejected (prompt larger than the KV memory) or dropped (alone on an instance without enough KV
+    /// memory to finish), status `error`.
+    pub rejected: u64,
+    /// Preemptions.
+    pub preemptions: u64,
+    /// Iterations simulated.
+    pub iterations: u64,
+    /// Of those, decode-only iterations folded into another.
+    pub folded: u64,
+    /// KV blocks per instance.
+    pub blocks_per_instance: u64,
+    /// Simulated span, s.
+    pub makespan_s: f64,
+}
+
+/// Why a replay cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplayError {
+    /// A catalog entry is missing.
+    #[error("{kind} {id:?} is not in the catalog (see `infertrace model --list`)")]
+    Catalog {
+        /// `model` or `accelerator`.
+        kind: &'static str,
+        /// The id.
+        id: String,
+    },
+    /// The simulation cannot start.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// Bad options.
+    #[error("the rate scale must be a finite number > 0")]
+    RateScale,
+}
+
+/// Replays `rows` on `config`.
+pub fn replay(
+    config: &Config,
+    catalog: &Catalog,
+    rows: &[RequestRow],
+    options: &ReplayOptions,
+) -> Result<Replayed, ReplayError> {
+    if !(options.rate_scale > 0.0 && options.rate_scale.is_finite()) {
+        return Err(ReplayError::RateScale);
+    }
+    let h = &config.hardware;
+    let model = catalog.model(&h.model).ok_or_else(|| ReplayError::Catalog { kind: "model", id: h.model.clone() })?;
+    let accelerator = catalog
+        .accelerator(&h.accelerator)
+        .ok_or_else(|| ReplayError::Catalog { kind: "accelerator", id: h.accelerator.clone() })?;
+    let usable: Vec<(usize, i64, u32)> =
+        rows.iter().enumerate().filter_map(|(i, r)| Some((i, r.arrival_time?, r.input_tokens?))).collect();
+    let origin = usable.iter().map(|u| u.1).min().unwrap_or(0);
+    let requests: Vec<sim::Request> = usable
+        .iter()
+        .map(|&(i, arrival, prompt)| sim::Request {
+            // Integer offset first: instants near 2^60 ns lose precision as f64.
+            arrival: (arrival - origin) as f64 / 1e9 / options.rate_scale,
+            prompt,
+            output: rows[i].output_tokens.unwrap_or(1).max(1),
+        })
+        .collect();
+    let simulation = simulate(config, model, accelerator, &requests, options.sample_interval_s)?;
+    let at = |seconds: f64| origin + (seconds * 1e9).round() as i64;
+    let instance_name = |i: usize| {
+        if config.disaggregated() {
+            let prefill = config.cluster.prefill_instances.unwrap_or(0) as usize;
+            if i < prefill { format!("prefill-{i}") } else { format!("decode-{}", i - prefill) }
+        } else {
+            format!("replay-{i}")
+        }
+    };
+    let mut out = Replayed {
+        skipped: (rows.len() - usable.len()) as u64,
+        iterations: simulation.iterations,
+        folded: simulation.folded,
+        blocks_per_instance: simulation.blocks_per_instance,
+        makespan_s: simulation.makespan_s,
+        ..Replayed::default()
+    };
+    for ((&(i, _, _), request), outcome) in usable.iter().zip(&requests).zip(&simulation.outcomes) {
+        let source = &rows[i];
+        out.preemptions += u64::from(outcome.preemptions);
+        let mut row = RequestRow {
+            request_id: source.request_id.clone(),
+            source: SOURCE.to_owned(),
+            model: Some(h.model.clone()),
+            session_id: source.session_id.clone(),
+            turn: source.turn,
+            arrival_time: Some(at(request.arrival)),
+            input_tokens: source.input_tokens,
+            output_tokens: Some(request.output),
+            reasoning_tokens: source.reasoning_tokens,
+            max_tokens: source.max_tokens,
+            prefix_hashes: source.prefix_hashes.clone(),
+            block_size: source.block_size,
+            retrieved_docs: source.retrieved_docs,
+            tool_calls: source.tool_calls,
+            workload_class: source.workload_class,
+            cached_tokens: Some(0),
+            ..RequestRow::default()
+        };
+        if outcome.rejected || outcome.out_of_memory {
+            out.rejected += 1;
+            row.status = Status::Error;
+            row.error =
+                Some(if outcome.rejected { "prompt larger than the KV memory" } else { "out of KV memory" }.to_owned());
+            row.scheduled_time = outcome.scheduled.map(at);
+            row.first_token_time = outcome.first_token.map(at);
+        } else {
+            row.status = Status::Ok;
+            row.scheduled_time = outcome.scheduled.map(at);
+            row.first_token_time = outcome.first_token.map(at);
+            row.last_token_time = outcome.last_token.map(at);
+            row.completion_time = outcome.last_token.map(at);
+            match outcome.decode_instance {
+                Some(decode) => {
+                    row.prefill_instance = Some(instance_name(outcome.prefill_instance));
+                    row.decode_instance = Some(instance_name(decode));
+                    row.instance = Some(instance_name(decode));
+                    row.prefill_end_time = outcome.first_token.map(at);
+                    row.decode_start_time = outcome.decode_start.map(at);
+                    row.kv_transfer_s = outcome.transfer_s;
+                    row.kv_transfer_bytes = outcome.transfer_bytes.map(|b| b.round() as u64);
+                }
+                None => row.instance = Some(instance_name(outcome.prefill_instance)),
+            }
+        }
+        // Negative spans cannot occur in a replay; nothing to report.
+        let _ = row.fill_durations();
+        out.requests.push(row);
+    }
+    for s in &simulation.samples {
+        let instance = Some(instance_name(s.instance));
+        let sample = |metric: &str, value: f64| EngineSample {
+            time: at(s.time),
+            source: SOURCE.to_owned(),
+            instance: instance.clone(),
+            metric: metric.to_owned(),
+            value,
+            ..EngineSample::default()
+        };
+        out.samples.push(sample(metrics::REQUESTS_RUNNING, f64::from(s.running)));
+        out.samples.push(sample(metrics::REQUESTS_WAITING, f64::from(s.waiting)));
+        out.samples.push(sample(metrics::KV_CACHE_USAGE, s.kv_usage));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

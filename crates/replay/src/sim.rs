@@ -1,0 +1,704 @@
+//! The discrete-event simulation: instances running vLLM-style continuous batching on a roofline cost model.
+//!
+//! # Scheduling (per instance, every iteration)
+//!
+//! Like vLLM's v1 scheduler: a token budget of `max_num_batched_tokens` is spent first on the running sequences in
+//! admission order (a decoding sequence takes 1 token, one still prefilling takes what remains of its prompt, cut to
+//! the budget when prefill is chunked), then on waiting sequences in arrival order while fewer than `max_num_seqs`
+//! run. KV memory is allocated in blocks of `block_size` tokens as tokens are scheduled; a waiting sequence is
+//! admitted only when its blocks are free, and when a running sequence needs a block that is not free the most
+//! recently admitted other running sequence is preempted: its blocks are freed and it returns to the front of the
+//! queue to recompute its prompt and what it had generated (vLLM's recompute preemption). A prompt that cannot fit in
+//! the whole KV memory is rejected (status `error`, as vLLM rejects it).
+//!
+//! # Cost of an iteration (the roofline)
+//!
+//! With `N` active parameters, `ℓ` layers, `H` heads of dimension `d`, `k` KV bytes per token (÷ κ), `b` bytes per
+//! weight: scheduling `t` prompt tokens at context offset `o` costs `2 N t + 4 ℓ H d (t o + t²/2)` FLOPs and reads
+//! `o k` bytes of KV; a decode token at context `L` costs `2 N + 4 ℓ H d L` FLOPs and reads `L k` bytes. The
+//! iteration takes `max(FLOPs / (tp × peak × mfu), (N b + KV bytes) / (tp × bandwidth × mbu)) + step_overhead_s`.
+//!
+//! # Tokens and times
+//!
+//! The iteration that schedules a sequence's last prompt token ends with its first output token; each later
+//! iteration that schedules it adds one token (after a preemption, the recompute's last iteration adds the next
+//! token). A request is complete with its last token (`output_tokens`, hidden reasoning included). Disaggregated,
+//! a prefill instance stops after the first token; the KV of prompt + 1 tokens then moves over the link
+//! (`link_latency_s + bytes / link_gbs`) to a decode instance chosen by the routing policy, which admits it like a
+//! sequence whose prompt is already computed.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+use infertrace_model::{Accelerator, Model};
+
+use crate::config::{Config, Routing};
+
+/// One request to replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Arrival, seconds from the start of the replay.
+    pub arrival: f64,
+    /// Prompt tokens.
+    pub prompt: u32,
+    /// Generated tokens (at least 1).
+    pub output: u32,
+}
+
+/// What happened to one request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// Rejected: the prompt does not fit in an instance's KV memory.
+    pub rejected: bool,
+    /// Instance that prefilled it (the only one, collocated).
+    pub prefill_instance: usize,
+    /// Instance that decoded it (disaggregated).
+    pub decode_instance: Option<usize>,
+    /// First admitted into a batch.
+    pub scheduled: Option<f64>,
+    /// First token.
+    pub first_token: Option<f64>,
+    /// KV arrived at the decode instance (disaggregated).
+    pub decode_start: Option<f64>,
+    /// Last token.
+    pub last_token: Option<f64>,
+    /// KV transfer time (disaggregated), s.
+    pub transfer_s: Option<f64>,
+    /// KV bytes transferred (disaggregated).
+    pub transfer_bytes: Option<f64>,
+    /// Times it was preempted.
+    pub preemptions: u32,
+    /// Dropped: alone on its instance, it needed more KV memory than the instance has.
+    pub out_of_memory: bool,
+}
+
+/// A state sample of one instance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InstanceSample {
+    /// When, s.
+    pub time: f64,
+    /// Instance.
+    pub instance: usize,
+    /// Sequences running.
+    pub running: u32,
+    /// Sequences waiting.
+    pub waiting: u32,
+    /// Fraction of KV blocks in use.
+    pub kv_usage: f64,
+}
+
+/// The whole replay.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Simulation {
+    /// One per request, in input order.
+    pub outcomes: Vec<Outcome>,
+    /// Instance states every `sample_interval_s`.
+    pub samples: Vec<InstanceSample>,
+    /// Iterations run.
+    pub iterations: u64,
+    /// Of those, decode-only iterations folded into another (computed without an event of their own).
+    pub folded: u64,
+    /// KV blocks of one instance.
+    pub blocks_per_instance: u64,
+    /// Simulated seconds until the last event.
+    pub makespan_s: f64,
+}
+
+/// The replay cannot start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The weights do not fit.
+    #[error(
+        "the model's weights ({weights_gb:.1} GB) leave no KV memory on {tp} × {accelerator} at this memory utilization; give memory.kv_tokens or more accelerators (hardware.tp)"
+    )]
+    NoKvMemory {
+        /// Weights, GB.
+        weights_gb: f64,
+        /// Accelerators per instance.
+        tp: f64,
+        /// Accelerator id.
+        accelerator: String,
+    },
+}
+
+/// Roofline constants of one instance.
+#[derive(Debug, Clone, Copy)]
+struct Cost {
+    flops_per_token: f64,
+    attention_pair_flops: f64,
+    kv_bytes: f64,
+    weight_bytes: f64,
+    flops_rate: f64,
+    bytes_rate: f64,
+    overhead: f64,
+}
+
+impl Cost {
+    fn new(config: &Config, model: &Model, accelerator: &Accelerator) -> Self {
+        let h = &config.hardware;
+        let e = &config.efficiency;
+        Self {
+            flops_per_token: 2.0 * model.active_parameters,
+            attention_pair_flops: 2.0 * model.attention_flops_per_token_squared(),
+            kv_bytes: model.kv_bytes_per_token(h.dtype_bytes) / config.kappa,
+            weight_bytes: model.active_weight_bytes(h.dtype_bytes),
+            flops_rate: h.tp * accelerator.bf16_dense_tflops * 1e12 * e.mfu,
+            bytes_rate: h.tp * accelerator.memory_bandwidth_gbs * 1e9 * e.mbu,
+            overhead: e.step_overhead_s,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Seq {
+    request: usize,
+    /// Tokens whose KV must be computed before the next token comes out: the prompt, or after a preemption
+    /// everything that had KV (prompt and generated tokens but the last).
+    target: u32,
+    /// Tokens whose KV is computed (the context).
+    kv: u32,
+    generated: u32,
+    output: u32,
+    blocks: u64,
+    /// When preempted: the instance's allocation count and free blocks just before its blocks were freed, and how
+    /// many it freed (see [`Instance::allocated`]).
+    freed: Option<(u64, u64, u64)>,
+}
+
+impl Seq {
+    fn prefilling(&self) -> bool {
+        self.kv < self.target
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Both,
+    Prefill,
+    Decode,
+}
+
+#[derive(Debug)]
+struct Instance {
+    role: Role,
+    waiting: VecDeque<Seq>,
+    running: Vec<Seq>,
+    free_blocks: u64,
+    busy: bool,
+    /// Prompt tokens to prefill plus tokens to generate, over waiting and running sequences.
+    load: u64,
+    /// Sequences scheduled in the iteration in flight: (index in `running`, tokens).
+    plan: Vec<(usize, u32)>,
+    /// Identical decode-only iterations folded into the one in flight (see [`Sim::fold`]).
+    repeat: u32,
+    /// Blocks ever taken from the head of the free queue. Free blocks keep their KV until taken (vLLM's prefix
+    /// cache): a preempted sequence frees its blocks to the tail, last block first, so when it returns, the blocks
+    /// of its prefix not yet taken are still valid and need no recompute.
+    allocated: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Event {
+    Arrival(usize),
+    StepEnd(usize),
+    TransferDone { request: usize, decode: usize },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Timed {
+    time: f64,
+    order: u64,
+    event: Event,
+}
+
+impl Eq for Timed {}
+
+impl Ord for Timed {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.time.total_cmp(&other.time).then(self.order.cmp(&other.order))
+    }
+}
+
+impl PartialOrd for Timed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Runs the replay of `requests` (arrivals in any order) on `config`, sampling instance states every
+/// `sample_interval_s` simulated seconds.
+pub fn simulate(
+    config: &Config,
+    model: &Model,
+    accelerator: &Accelerator,
+    requests: &[Request],
+    sample_interval_s: f64,
+) -> Result<Simulation, SimError> {
+    simulate_folding(config, model, accelerator, requests, sample_interval_s, true)
+}
+
+/// [`simulate`], with folding of decode-only iterations on or off (the results are the same; tests check it).
+pub fn simulate_folding(
+    config: &Config,
+    model: &Model,
+    accelerator: &Accelerator,
+    requests: &[Request],
+    sample_interval_s: f64,
+    fold: bool,
+) -> Result<Simulation, SimError> {
+    let cost = Cost::new(config, model, accelerator);
+    let block_size = f64::from(config.memory.block_size);
+    let kv_tokens = match config.memory.kv_tokens {
+        Some(tokens) => tokens,
+        None => {
+            let memory = accelerator.hbm_gb * 1e9 * config.hardware.tp * config.memory.gpu_memory_utilization;
+            let free = memory - model.parameters * config.hardware.dtype_bytes;
+            if free <= 0.0 {
+                return Err(SimError::NoKvMemory {
+                    weights_gb: model.parameters * config.hardware.dtype_bytes / 1e9,
+                    tp: config.hardware.tp,
+                    accelerator: accelerator.id.clone(),
+                });
+            }
+            free / cost.kv_bytes
+        }
+    };
+    let blocks = (kv_tokens / block_size).floor().max(1.0) as u64;
+    let c = &config.cluster;
+    let roles: Vec<Role> = if config.disaggregated() {
+        let (p, d) = (c.prefill_instances.unwrap_or(1), c.decode_instances.unwrap_or(1));
+        std::iter::repeat_n(Role::Prefill, p as usize).chain(std::iter::repeat_n(Role::Decode, d as usize)).collect()
+    } else {
+        vec![Role::Both; c.instances as usize]
+    };
+    let mut sim = Sim {
+        config,
+        cost,
+        block_size: config.memory.block_size,
+        blocks,
+        instances: roles
+            .iter()
+            .map(|&role| Instance {
+                role,
+                waiting: VecDeque::new(),
+                running: Vec::new(),
+                free_blocks: blocks,
+                allocated: 0,
+                repeat: 0,
+                busy: false,
+                load: 0,
+                plan: Vec::new(),
+            })
+            .collect(),
+        events: BinaryHeap::new(),
+        order: 0,
+        outcomes: vec![Outcome::default(); requests.len()],
+        requests,
+        pools: [
+            (0..roles.len()).filter(|&i| roles[i] != Role::Decode).collect(),
+            (0..roles.len()).filter(|&i| roles[i] == Role::Decode).collect(),
+        ],
+        rr: [0, 0],
+        samples: Vec::new(),
+        arrivals: {
+            let mut times: Vec<f64> = requests.iter().map(|r| r.arrival).collect();
+            times.sort_by(f64::total_cmp);
+            times
+        },
+        arrived: 0,
+        fold,
+        next_sample: 0.0,
+        sample_interval_s,
+        iterations: 0,
+        folded: 0,
+        now: 0.0,
+    };
+    for (i, r) in requests.iter().enumerate() {
+        sim.push(r.arrival, Event::Arrival(i));
+    }
+    while let Some(Reverse(timed)) = sim.events.pop() {
+        sim.sample_until(timed.time);
+        sim.now = timed.time;
+        match timed.event {
+            Event::Arrival(request) => sim.arrive(request),
+            Event::StepEnd(instance) => sim.step_end(instance),
+            Event::TransferDone { request, decode } => sim.transfer_done(request, decode),
+        }
+    }
+    Ok(Simulation {
+        outcomes: sim.outcomes,
+        samples: sim.samples,
+        iterations: sim.iterations,
+        folded: sim.folded,
+        blocks_per_instance: blocks,
+        makespan_s: sim.now,
+    })
+}
+
+struct Sim<'a> {
+    config: &'a Config,
+    cost: Cost,
+    block_size: u32,
+    blocks: u64,
+    instances: Vec<Instance>,
+    events: BinaryHeap<Reverse<Timed>>,
+    order: u64,
+    outcomes: Vec<Outcome>,
+    requests: &'a [Request],
+    /// Instances of the prefill (or collocated) pool and of the decode pool.
+    pools: [Vec<usize>; 2],
+    /// Round-robin counters of the pools.
+    rr: [usize; 2],
+    samples: Vec<InstanceSample>,
+    /// Arrival times in order, and how many arrivals were processed: the next one bounds a fold.
+    arrivals: Vec<f64>,
+    arrived: usize,
+    /// Fold runs of decode-only iterations (off only to check that folding changes nothing).
+    fold: bool,
+    next_sample: f64,
+    sample_interval_s: f64,
+    iterations: u64,
+    folded: u64,
+    now: f64,
+}
+
+impl Sim<'_> {
+    fn push(&mut self, time: f64, event: Event) {
+        self.order += 1;
+        self.events.push(Reverse(Timed { time, order: self.order, event }));
+    }
+
+    fn blocks_for(&self, tokens: u32) -> u64 {
+        u64::from(tokens.div_ceil(self.block_size))
+    }
+
+    /// Records every instance's state at each sample instant up to `time`.
+    fn sample_until(&mut self, time: f64) {
+        if self.sample_interval_s <= 0.0 {
+            return;
+        }
+        while self.next_sample <= time {
+            for (i, inst) in self.instances.iter().enumerate() {
+                self.samples.push(InstanceSample {
+                    time: self.next_sample,
+                    instance: i,
+                    running: inst.running.len() as u32,
+                    waiting: inst.waiting.len() as u32,
+                    kv_usage: 1.0 - inst.free_blocks as f64 / self.blocks as f64,
+                });
+            }
+            self.next_sample += self.sample_interval_s;
+        }
+    }
+
+    /// The instance of `pool` (0: prefill or collocated, 1: decode) a new sequence goes to.
+    fn route(&mut self, pool: usize) -> usize {
+        let members = &self.pools[pool];
+        match self.config.cluster.routing {
+            Routing::RoundRobin => {
+                let chosen = members[self.rr[pool] % members.len()];
+                self.rr[pool] += 1;
+                chosen
+            }
+            // Without a prefix cache in the replay, prefix-aware routing falls back to the least-loaded instance.
+            Routing::LeastLoaded | Routing::PrefixAware => {
+                *members.iter().min_by_key(|&&i| (self.instances[i].load, i)).expect("pools are not empty")
+            }
+        }
+    }
+
+    fn arrive(&mut self, request: usize) {
+        self.arrived += 1;
+        let r = &self.requests[request];
+        let output = r.output.max(1);
+        // A prompt (plus its first token) that cannot fit in the whole KV memory is rejected.
+        if self.blocks_for(r.prompt + 1) > self.blocks {
+            self.outcomes[request].rejected = true;
+            return;
+        }
+        let instance = self.route(0);
+        self.outcomes[request].prefill_instance = instance;
+        let seq = Seq { request, target: r.prompt, kv: 0, generated: 0, output, blocks: 0, freed: None };
+        let inst = &mut self.instances[instance];
+        inst.load += u64::from(r.prompt) + u64::from(output);
+        inst.waiting.push_back(seq);
+        self.start(instance);
+    }
+
+    fn transfer_done(&mut self, request: usize, decode: usize) {
+        let r = &self.requests[request];
+        self.outcomes[request].decode_start = Some(self.now);
+        let seq = Seq {
+            request,
+            target: r.prompt,
+            kv: r.prompt,
+            generated: 1,
+            output: r.output.max(1),
+            blocks: 0,
+            freed: None,
+        };
+        let inst = &mut self.instances[decode];
+        inst.load += u64::from(seq.output - 1);
+        inst.waiting.push_back(seq);
+        self.start(decode);
+    }
+
+    /// Starts an iteration on `instance` if it is idle and has work.
+    fn start(&mut self, instance: usize) {
+        if self.instances[instance].busy {
+            return;
+        }
+        let inst = &self.instances[instance];
+        let before = inst.running.len();
+        let decoding = inst.role == Role::Both && inst.running.iter().all(|s| !s.prefilling());
+        let Some(duration) = self.plan(instance) else { return };
+        let mut end = self.now + duration;
+        let inst = &self.instances[instance];
+        let folds = self.fold && decoding && inst.running.len() == before && inst.plan.len() == before;
+        let repeat = if folds { self.fold_steps(instance, &mut end) } else { 0 };
+        let inst = &mut self.instances[instance];
+        inst.repeat = repeat;
+        inst.busy = true;
+        self.iterations += 1 + u64::from(repeat);
+        self.folded += u64::from(repeat);
+        self.push(end, Event::StepEnd(instance));
+    }
+
+    /// Folds the decode-only iterations that would follow the planned one into it, and returns how many.
+    ///
+    /// The planned iteration decodes every running sequence and admits nothing; until something changes, every
+    /// next one does the same with each context one token longer (nothing is admitted while blocks only shrink, and
+    /// nothing is preempted while blocks suffice). So iterations `1..=k` are folded while no sequence would finish
+    /// (its last token comes from a normal iteration), every sequence's blocks for `k` more tokens surely fit
+    /// (`k ≤ block_size × (free / n − 1)`), and each ends strictly before the next arrival (which could be routed
+    /// here, reading this instance's load). Their durations follow the roofline with contexts `kv + i` and are
+    /// added in the same order as unfolded iterations would be, so the times are identical; `end` becomes the end
+    /// of the last folded iteration.
+    fn fold_steps(&mut self, instance: usize, end: &mut f64) -> u32 {
+        let until = self.arrivals.get(self.arrived).copied().unwrap_or(f64::INFINITY);
+        let cost = self.cost;
+        let block_size = self.block_size;
+        let inst = &mut self.instances[instance];
+        let n = inst.running.len() as u64;
+        if n == 0 {
+            return 0;
+        }
+        let by_output = inst.running.iter().map(|s| s.output - s.generated).min().unwrap_or(0).saturating_sub(2);
+        let by_blocks = (inst.free_blocks / n).saturating_sub(1) * u64::from(block_size);
+        let limit = u64::from(by_output).min(by_blocks).min(u64::from(u32::MAX)) as u32;
+        let context: f64 = inst.running.iter().map(|s| f64::from(s.kv)).sum();
+        let n = n as f64;
+        let mut k = 0;
+        while k < limit {
+            let i = f64::from(k + 1);
+            let ctx = context + n * i;
+            let flops = n * cost.flops_per_token + cost.attention_pair_flops * (ctx + n / 2.0);
+            let bytes = cost.weight_bytes + ctx * cost.kv_bytes;
+            let duration = (flops / cost.flops_rate).max(bytes / cost.bytes_rate) + cost.overhead;
+            if *end + duration >= until {
+                break;
+            }
+            *end += duration;
+            k += 1;
+        }
+        if k > 0 {
+            for seq in &mut inst.running {
+                let blocks = u64::from((seq.kv + 1 + k).div_ceil(block_size));
+                let extra = blocks.saturating_sub(seq.blocks);
+                seq.blocks += extra;
+                inst.free_blocks -= extra;
+                inst.allocated += extra;
+            }
+        }
+        k
+    }
+
+    /// Chooses what the next iteration of `instance` computes, allocating blocks (and preempting), and returns its
+    /// duration; `None` when there is nothing to run.
+    fn plan(&mut self, instance: usize) -> Option<f64> {
+        let sched = self.config.scheduler;
+        let block_size = self.block_size;
+        let blocks_for = |tokens: u32| u64::from(tokens.div_ceil(block_size));
+        let mut budget = sched.max_num_batched_tokens;
+        let now = self.now;
+        let inst = &mut self.instances[instance];
+        inst.plan.clear();
+        // Running sequences, in admission order.
+        let mut i = 0;
+        while i < inst.running.len() && budget > 0 {
+            let seq = &inst.running[i];
+            let tokens = if seq.prefilling() {
+                let rest = seq.target - seq.kv;
+                if sched.chunked_prefill {
+                    rest.min(budget)
+                } else if rest <= budget || inst.plan.is_empty() {
+                    rest
+                } else {
+                    0
+                }
+            } else {
+                1
+            };
+            if tokens == 0 {
+                break;
+            }
+            let need = blocks_for(seq.kv + tokens).saturating_sub(seq.blocks);
+            // Preempt the most recently admitted other sequences until the blocks are free: each goes back to the
+            // front of the queue to recompute everything that had KV.
+            while inst.free_blocks < need && inst.running.len() > i + 1 {
+                let mut victim = inst.running.pop().expect("more than one running");
+                victim.freed = Some((inst.allocated, inst.free_blocks, victim.blocks));
+                inst.free_blocks += victim.blocks;
+                victim.blocks = 0;
+                victim.target = victim.target.max(victim.kv);
+                inst.load += u64::from(victim.kv);
+                victim.kv = 0;
+                self.outcomes[victim.request].preemptions += 1;
+                inst.waiting.push_front(victim);
+            }
+            if inst.free_blocks < need {
+                if i == 0 && inst.running.len() == 1 {
+                    // Alone and still short of memory: it can never finish here. vLLM bounds max_model_len by the
+                    // KV memory at start-up; the replay drops the request and says so.
+                    let seq = inst.running.pop().expect("one running");
+                    inst.free_blocks += seq.blocks;
+                    inst.load = inst.load.saturating_sub(
+                        u64::from(seq.target.saturating_sub(seq.kv)) + u64::from(seq.output - seq.generated),
+                    );
+                    self.outcomes[seq.request].out_of_memory = true;
+                    continue;
+                }
+                break;
+            }
+            let seq = &mut inst.running[i];
+            seq.blocks += need;
+            inst.free_blocks -= need;
+            inst.allocated += need;
+            inst.plan.push((i, tokens));
+            budget -= tokens;
+            i += 1;
+        }
+        // Waiting sequences, in order, while there is room.
+        while budget > 0 && (inst.running.len() as u32) < sched.max_num_seqs {
+            let Some(seq) = inst.waiting.front() else { break };
+            // A preempted sequence finds the blocks of its prefix that were not taken since it left: block j (from
+            // 0) went to queue position F + B − 1 − j and survives while fewer than that many blocks were taken.
+            let (kv, kept) = match seq.freed {
+                Some((allocated, free, freed)) => {
+                    let taken = inst.allocated - allocated;
+                    let kept = (free + freed).saturating_sub(taken).min(freed);
+                    let kv = seq.kv.max((kept * u64::from(block_size)).min(u64::from(seq.target)) as u32);
+                    (kv, kept.min(u64::from(kv.div_ceil(block_size))))
+                }
+                None => (seq.kv, 0),
+            };
+            let tokens = if kv >= seq.target {
+                1
+            } else if sched.chunked_prefill {
+                (seq.target - kv).min(budget)
+            } else if seq.target - kv <= budget || inst.plan.is_empty() {
+                seq.target - kv
+            } else {
+                break;
+            };
+            let need = blocks_for(kv + tokens);
+            if inst.free_blocks < need {
+                break;
+            }
+            let mut seq = inst.waiting.pop_front().expect("front exists");
+            inst.load = inst.load.saturating_sub(u64::from(kv - seq.kv));
+            seq.kv = kv;
+            seq.freed = None;
+            seq.blocks = need;
+            inst.free_blocks -= need;
+            inst.allocated += need - kept.min(need);
+            if self.outcomes[seq.request].scheduled.is_none() && inst.role != Role::Decode {
+                self.outcomes[seq.request].scheduled = Some(now);
+            }
+            inst.running.push(seq);
+            inst.plan.push((inst.running.len() - 1, tokens));
+            budget = budget.saturating_sub(tokens);
+        }
+        if inst.plan.is_empty() {
+            return None;
+        }
+        // The roofline cost of the batch.
+        let (mut flops, mut bytes) = (0.0, self.cost.weight_bytes);
+        for &(index, tokens) in &inst.plan {
+            let seq = &inst.running[index];
+            // `tokens` new tokens attend over the `kv` before them and over each other.
+            let (t, offset) = (f64::from(tokens), f64::from(seq.kv));
+            flops += self.cost.flops_per_token * t + self.cost.attention_pair_flops * (t * offset + t * t / 2.0);
+            bytes += offset * self.cost.kv_bytes;
+        }
+        Some((flops / self.cost.flops_rate).max(bytes / self.cost.bytes_rate) + self.cost.overhead)
+    }
+
+    fn step_end(&mut self, instance: usize) {
+        let now = self.now;
+        let plan = std::mem::take(&mut self.instances[instance].plan);
+        let repeat = std::mem::take(&mut self.instances[instance].repeat);
+        let role = self.instances[instance].role;
+        let mut done: Vec<usize> = Vec::new();
+        let mut handoff: Vec<usize> = Vec::new();
+        {
+            let inst = &mut self.instances[instance];
+            for &(index, tokens) in &plan {
+                let seq = &mut inst.running[index];
+                let was_prefilling = seq.prefilling();
+                seq.kv += tokens;
+                if was_prefilling {
+                    inst.load = inst.load.saturating_sub(u64::from(tokens));
+                    if seq.prefilling() {
+                        continue;
+                    }
+                }
+                // Folded iterations (decode only) add one token of KV and one output token each.
+                seq.kv += repeat;
+                seq.generated += 1 + repeat;
+                inst.load = inst.load.saturating_sub(1 + u64::from(repeat));
+                let outcome = &mut self.outcomes[seq.request];
+                if outcome.first_token.is_none() {
+                    outcome.first_token = Some(now);
+                }
+                if seq.generated >= seq.output {
+                    outcome.last_token = Some(now);
+                    done.push(index);
+                } else if role == Role::Prefill {
+                    handoff.push(index);
+                }
+            }
+            // Remove finished and handed-off sequences (highest index first keeps the others' indices valid).
+            let mut leaving: Vec<usize> = done.iter().chain(&handoff).copied().collect();
+            leaving.sort_unstable_by(|a, b| b.cmp(a));
+            let mut handed = Vec::new();
+            for index in leaving {
+                let seq = inst.running.remove(index);
+                inst.free_blocks += seq.blocks;
+                if handoff.contains(&index) {
+                    inst.load = inst.load.saturating_sub(u64::from(seq.output - seq.generated));
+                    handed.push(seq);
+                }
+            }
+            handed.reverse();
+            inst.busy = false;
+            for seq in handed {
+                self.transfer(seq);
+            }
+        }
+        self.start(instance);
+    }
+
+    /// Sends the KV of a prefilled sequence to a decode instance.
+    fn transfer(&mut self, seq: Seq) {
+        let r = &self.requests[seq.request];
+        let bytes = f64::from(r.prompt + 1) * self.cost.kv_bytes;
+        let seconds = self.config.cluster.link_latency_s + bytes / (self.config.cluster.link_gbs * 1e9);
+        let decode = self.route(1);
+        let outcome = &mut self.outcomes[seq.request];
+        outcome.decode_instance = Some(decode);
+        outcome.transfer_s = Some(seconds);
+        outcome.transfer_bytes = Some(bytes);
+        self.push(self.now + seconds, Event::TransferDone { request: seq.request, decode });
+    }
+}
