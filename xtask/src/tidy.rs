@@ -44,6 +44,7 @@ mod tests {
                 p if p.starts_with("infertrace-adapter-") => &["infertrace-adapter", "infertrace-schema"],
                 "infertrace-engine" => &["infertrace-schema"],
                 "infertrace-synth" => &["infertrace-schema"],
+                "infertrace-cache" => &["infertrace-schema"],
                 "infertrace-report" => &["infertrace-engine", "infertrace-schema"],
                 "infertrace-model" => &[],
                 // The CLI and xtask wire everything together.
