@@ -14,8 +14,11 @@ use crate::tiered::{MixHasher, mix64};
 pub const AUTO_EXACT_LIMIT: u64 = 10_000_000;
 /// The sampling rate [`Sampling::Auto`] uses above [`AUTO_EXACT_LIMIT`].
 pub const AUTO_SAMPLE_RATE: f64 = 0.01;
-/// SHARDS keeps a block when `mix64(hash) mod 2^24 < rate × 2^24`.
+/// SHARDS keeps a block when `mix64(hash ^ SAMPLE_SEED) mod 2^24 < rate × 2^24`.
 const SAMPLE_MODULUS: u64 = 1 << 24;
+/// Mixed into hashes before sampling, so that hash 0 (the shared first block of Mooncake traces) is not a fixed
+/// point of [`mix64`] that every sample keeps.
+const SAMPLE_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// How stack distances are computed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,7 +65,7 @@ pub fn block_accesses(rows: &[RequestRow]) -> u64 {
 
 /// Whether SHARDS at `threshold` (out of 2^24) keeps the block `hash`.
 fn sampled(hash: u64, threshold: u64) -> bool {
-    mix64(hash) % SAMPLE_MODULUS < threshold
+    mix64(hash ^ SAMPLE_SEED) % SAMPLE_MODULUS < threshold
 }
 
 /// Sizes at access times, summed over suffixes: the tokens of the blocks accessed at or after a time.
@@ -172,12 +175,13 @@ pub fn mrc(rows: &[RequestRow], sampling: Sampling) -> Result<Mrc, CacheError> {
             curve.sampled_blocks += 1;
             curve.sampled_tokens += share;
             // The tokens of the blocks accessed since this one's last access, its own included.
-            let own = last.get(&hash).map(|&(time, _)| fenwick.from(time));
+            let own = last.get(&hash).map(|&(time, stored)| (fenwick.from(time), u64::from(stored)));
             let distance = if exact {
-                prefix = prefix.zip(own).map(|(a, b)| a.max(b));
+                prefix = prefix.zip(own).map(|(a, (b, _))| a.max(b));
                 prefix
             } else {
-                own.map(|d| (d as f64 / rate).round() as u64)
+                // The block itself, plus the sampled blocks above it standing for 1 / rate as many.
+                own.map(|(d, stored)| stored + ((d - stored) as f64 / rate).round() as u64)
             };
             if let Some(d) = distance
                 && share > 0
@@ -267,17 +271,20 @@ impl Mrc {
         if i == 0 { 0 } else { self.cumulative[i - 1] }
     }
 
-    /// Hit tokens of one LRU tier of `capacity_tokens` (estimated when sampled: the sampled hits scaled by the
-    /// share of hit-able tokens the sample holds).
+    /// Hit tokens of one LRU tier of `capacity_tokens`; when sampled, the SHARDS-adj estimate: the sampled hits
+    /// plus the difference between the expected (rate × all hit-able tokens) and the sampled hit-able tokens, that
+    /// difference counted at the smallest possible distance (the smallest block size), all divided by the rate.
     pub fn hit_tokens(&self, capacity_tokens: u64) -> f64 {
         let sampled = self.sampled_hit_tokens(capacity_tokens);
-        if self.sampled_tokens == self.covered_tokens {
-            sampled as f64
-        } else if self.sampled_tokens == 0 {
-            0.0
-        } else {
-            sampled as f64 * self.covered_tokens as f64 / self.sampled_tokens as f64
+        if self.is_exact() {
+            return sampled as f64;
         }
+        // The first bucket: the smallest distance any block can have, its own size.
+        if self.distances.is_empty() || capacity_tokens < u64::from(self.min_block_size) {
+            return 0.0;
+        }
+        let adjustment = self.sample_rate * self.covered_tokens as f64 - self.sampled_tokens as f64;
+        ((sampled as f64 + adjustment) / self.sample_rate).clamp(0.0, self.covered_tokens as f64)
     }
 
     /// Hit tokens at `capacity_tokens` as an exact integer; `None` when the curve is sampled.
