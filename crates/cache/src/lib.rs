@@ -59,12 +59,15 @@
 //! `min((i + 1) × b, input_tokens) − min(i × b, input_tokens)`, so the curve at `C` equals `cache-sim`'s hit tokens
 //! at `C` exactly.
 //!
-//! **Sampling (SHARDS, fixed rate R).** A block is kept when `mix64(hash) mod 2^24 < R × 2^24` (`mix64` is the
-//! SplitMix64 finalizer: some traces' hashes are small integers); only kept blocks enter the tree, their distances
-//! are divided by R, and each kept access counts at its own distance (the chain makes it the prefix's). Hit tokens
-//! are the sampled hits scaled by the ratio of all hit-able tokens to the sampled ones. [`Sampling::Auto`] is exact
-//! up to 10 M block accesses and samples at R = 0.01 above. The error measured on the Mooncake conversation trace
-//! (largest absolute difference of the hit ratio over all capacities, exact vs sampled) is in `docs/replay.md`.
+//! **Sampling (SHARDS, fixed rate R).** A block is kept when `mix64(hash ^ seed) mod 2^24 < R × 2^24` (`mix64` is
+//! the SplitMix64 finalizer: some traces' hashes are small integers); only kept blocks enter the tree. A kept
+//! access's distance is estimated as its own size plus the tokens of the kept blocks above it divided by R, and it
+//! counts at that distance alone (the chain makes it the prefix's). Hit tokens follow SHARDS-adj: the sampled hit
+//! tokens plus the difference between the expected (R × all hit-able tokens) and the sampled hit-able tokens,
+//! counted from the smallest block size on, divided by R. The correction matters when one block is very hot (every
+//! Mooncake request starts with block 0, always the most recent). [`Sampling::Auto`] is exact up to 10 M block
+//! accesses and samples at R = 0.01 above. The error measured on the Mooncake conversation trace (largest absolute
+//! difference of the hit ratio over all capacities, exact vs sampled) is in `docs/replay.md`.
 //!
 //! # JSON
 //!

@@ -231,11 +231,11 @@ impl TieredCache {
                 }
             }
         }
-        for index in 0..self.tiers.len() {
+        for (index, evictions) in evicted.iter_mut().enumerate() {
             while self.tiers[index].used > self.tiers[index].capacity {
                 let (hash, mut entry) =
                     self.tiers[index].pop_victim(policy).expect("a tier over capacity holds blocks");
-                evicted[index] += 1;
+                *evictions += 1;
                 if self.placement == Placement::Exclusive
                     && let Some(next) = self.tiers.get_mut(index + 1)
                 {
