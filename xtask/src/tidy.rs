@@ -44,10 +44,10 @@ mod tests {
                 p if p.starts_with("infertrace-adapter-") => &["infertrace-adapter", "infertrace-schema"],
                 "infertrace-engine" => &["infertrace-schema"],
                 "infertrace-synth" => &["infertrace-schema"],
+                "infertrace-cache" => &["infertrace-schema"],
                 "infertrace-report" => &["infertrace-engine", "infertrace-schema"],
                 "infertrace-model" => &[],
                 "infertrace-replay" => &["infertrace-model", "infertrace-schema", "infertrace-cache"],
-                "infertrace-cache" => &["infertrace-schema"],
                 // The CLI and xtask wire everything together.
                 "infertrace" | "xtask" => continue,
                 other => panic!("{other} is a new workspace package: add its allowed dependencies here"),

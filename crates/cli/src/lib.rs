@@ -1,7 +1,7 @@
 //! The infertrace command line: normalize inputs into a canonical dataset, sample one from published statistics
 //! (`synth`), join the datasets several sources made of one run (`merge`), summarise datasets (`metrics`,
-//! `compare`), report on them as HTML (`report`), evaluate the cost model (`model`, `sweep`, `size`), list formats,
-//! print the schema.
+//! `compare`), report on them as HTML (`report`), simulate cache tiers on them (`cache-sim`, `mrc`), evaluate the cost
+//! model (`model`, `sweep`, `size`), list formats, print the schema.
 //!
 //! This crate wires adapters to the dataset writer. It owns everything that touches the outside world: walking
 //! directories, choosing adapters (a closed registry, not registration magic), the progress bar, the summary
@@ -9,6 +9,7 @@
 //!
 //! The library half exists so that `cargo xtask normalize` and the tests run exactly what the binary runs.
 
+pub mod cache;
 mod merge;
 pub mod metrics;
 pub mod model;

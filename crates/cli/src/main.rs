@@ -16,7 +16,9 @@ use infertrace::{NormalizeOptions, NormalizeReport, ServegenOptions, normalize, 
 use infertrace_adapter::time::parse_rfc3339;
 use infertrace_adapter::{Adapter, ParseOptions, UtcOffset};
 use infertrace_adapter_mapped::InputKind;
+use infertrace_cache::{Placement, Policy, Sampling};
 use infertrace_engine::{GroupBy, MetricsOptions, Slo};
+use infertrace_schema::CacheTier;
 
 /// Normalize LLM serving logs, benchmark exports and production traces into one canonical Parquet trace.
 #[derive(Debug, Parser)]
@@ -49,6 +51,16 @@ enum Command {
     /// outcome, servers for queue, prefill, decode, token and cache counts; `column_sources` records which.
     /// Unmatched rows are kept. Samples and cache events are concatenated.
     Merge(MergeCliArgs),
+    /// Simulate KV-cache tiers on a dataset's prefix hashes: requests in arrival order, each hitting the longest
+    /// contiguous prefix of its blocks found in any tier (fastest first), then inserting all of them.
+    ///
+    /// Prints the token-weighted hit ratio per tier and overall and the evictions per tier; -o writes the dataset
+    /// with cached_tokens and cached_tokens_<tier> replaced by the simulated values. The exact semantics are in
+    /// the infertrace-cache crate documentation.
+    CacheSim(CacheSimArgs),
+    /// The LRU hit ratio of a dataset at every capacity, from stack distances in one pass: what one cache-sim tier
+    /// of each capacity would find. Sizes HBM, DRAM or flash from a trace.
+    Mrc(MrcArgs),
     /// Evaluate the cost model: expected prefill cost under the cache tiers, cost per successful answer,
     /// tokens per $ and per kWh, retrieve-vs-recompute breakeven per tier, disaggregation and compression.
     ///
@@ -148,6 +160,97 @@ struct MergeCliArgs {
     /// Replace the output if it exists.
     #[arg(long)]
     force: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct ByteArgs {
+    /// Read capacities as bytes (80GB, 1.5TiB, 2e9) of KV of this catalog model (see `infertrace model --list`).
+    #[arg(long, value_name = "ID")]
+    model: Option<String>,
+    /// KV compression ratio: a byte of storage holds kappa bytes of KV.
+    #[arg(long, value_name = "κ", default_value_t = 1.0, requires = "model")]
+    kappa: f64,
+    /// Bytes per KV element.
+    #[arg(long, value_name = "N", default_value_t = 2.0, requires = "model")]
+    dtype_bytes: f64,
+}
+
+impl ByteArgs {
+    fn capacity(&self) -> Result<Option<infertrace::cache::ByteCapacity>> {
+        self.model.as_deref().map(|m| infertrace::cache::ByteCapacity::new(m, self.dtype_bytes, self.kappa)).transpose()
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct CacheSimArgs {
+    /// Dataset directory written by `infertrace normalize` (or any other command).
+    #[arg(value_name = "DATASET")]
+    dataset: PathBuf,
+    /// A tier and its capacity: gpu=2M (tokens; k, M, G, T multiply by 1000), or bytes with --model (cpu=512GB,
+    /// disk=4TiB). Tiers are gpu, cpu, disk, remote, searched in that order whatever the order given. Repeatable.
+    #[arg(long = "tier", value_name = "TIER=CAPACITY", required = true, value_parser = infertrace::cache::parse_tier)]
+    tiers: Vec<(CacheTier, String)>,
+    /// Replacement policy of every tier: lru, fifo, or lfu (least frequently used, least recent on ties).
+    #[arg(long, value_name = "POLICY", default_value = "lru", value_parser = parse_policy)]
+    policy: Policy,
+    /// exclusive: blocks move to the fastest tier and victims down one tier; inclusive: every tier caches every
+    /// block and evicts on its own.
+    #[arg(long, value_name = "PLACEMENT", default_value = "exclusive", value_parser = parse_placement)]
+    placement: Placement,
+    #[command(flatten)]
+    bytes: ByteArgs,
+    /// Print the JSON object described in the infertrace-cache crate documentation instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write the dataset with the simulated cached_tokens columns to this directory.
+    #[arg(short, long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Replace the output if it exists.
+    #[arg(long, requires = "output")]
+    force: bool,
+    /// Print the time spent opening, simulating and writing to stderr.
+    #[arg(long)]
+    timing: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct MrcArgs {
+    /// Dataset directory.
+    #[arg(value_name = "DATASET")]
+    dataset: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the curve as a standalone SVG line chart.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Capacities to list, comma-separated (tokens, or bytes with --model); default: powers of two up to where
+    /// the curve is flat.
+    #[arg(long, value_name = "C,…", value_delimiter = ',')]
+    points: Option<Vec<String>>,
+    /// Sample blocks at this rate (SHARDS, 0 < R ≤ 1); default: exact up to 10 M block accesses, 0.01 above.
+    #[arg(long, value_name = "R", conflicts_with = "exact")]
+    sample: Option<f64>,
+    /// Exact stack distances whatever the trace's size.
+    #[arg(long)]
+    exact: bool,
+    #[command(flatten)]
+    bytes: ByteArgs,
+    /// Print the time spent opening and computing to stderr.
+    #[arg(long)]
+    timing: bool,
+}
+
+fn parse_policy(text: &str) -> Result<Policy, String> {
+    Policy::ALL.iter().copied().find(|p| p.as_str() == text).ok_or_else(|| "expected lru, fifo or lfu".to_owned())
+}
+
+fn parse_placement(text: &str) -> Result<Placement, String> {
+    Placement::ALL
+        .iter()
+        .copied()
+        .find(|p| p.as_str() == text)
+        .ok_or_else(|| "expected exclusive or inclusive".to_owned())
 }
 
 fn parse_tolerance(text: &str) -> Result<f64, String> {
@@ -525,6 +628,62 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let manifest = infertrace::merge(&merge_args)?;
             out.write_all(infertrace::render_merge(&manifest, &merge_args.output).as_bytes())?;
             out.flush()?;
+        }
+        Command::CacheSim(args) => {
+            let bytes = args.bytes.capacity()?;
+            let sim_args = infertrace::cache::CacheSimArgs {
+                dataset: args.dataset,
+                tiers: args.tiers,
+                policy: args.policy,
+                placement: args.placement,
+                bytes,
+                output: args.output,
+                force: args.force,
+            };
+            let (sim, timing) = infertrace::cache::cache_sim(&sim_args)?;
+            let bytes = sim_args.bytes.as_ref();
+            let text = if args.json {
+                infertrace::cache::cache_sim_json(&sim, bytes)
+            } else {
+                infertrace::cache::render_cache_sim(&sim, bytes)
+            };
+            out.write_all(text.as_bytes())?;
+            if let (Some(output), false) = (&sim_args.output, args.json) {
+                writeln!(out, "wrote {}", output.display())?;
+            }
+            out.flush()?;
+            if args.timing {
+                eprintln!("{}", timing.line("simulate"));
+            }
+        }
+        Command::Mrc(args) => {
+            let sampling = match (args.sample, args.exact) {
+                (Some(rate), _) => Sampling::Rate(rate),
+                (None, true) => Sampling::Exact,
+                (None, false) => Sampling::Auto,
+            };
+            let mrc_args = infertrace::cache::MrcArgs {
+                dataset: args.dataset,
+                sampling,
+                points: args.points,
+                bytes: args.bytes.capacity()?,
+            };
+            let (curve, report, timing) = infertrace::cache::mrc(&mrc_args)?;
+            let bytes = mrc_args.bytes.as_ref();
+            if let Some(svg) = &args.svg {
+                std::fs::write(svg, infertrace::cache::mrc_svg(&curve, &report))
+                    .with_context(|| format!("cannot write {}", svg.display()))?;
+            }
+            let text = if args.json {
+                infertrace::cache::mrc_json(&report, bytes)
+            } else {
+                infertrace::cache::render_mrc(&report, bytes)
+            };
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+            if args.timing {
+                eprintln!("{}", timing.line("curve"));
+            }
         }
         Command::Model(args) => {
             let loaded = args.params.load()?;

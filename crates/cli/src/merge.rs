@@ -72,6 +72,7 @@ pub fn merge(args: &MergeArgs) -> Result<Manifest> {
             inputs: datasets.iter().flat_map(|d| d.manifest.inputs.iter().cloned()).collect(),
             skipped: datasets.iter().flat_map(|d| d.manifest.skipped.iter().cloned()).collect(),
             merge: Some(record),
+            cache_sim: None,
             rows: RowCounts::default(),
         })
     };

@@ -91,6 +91,7 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
         inputs: entries,
         skipped,
         merge: None,
+        cache_sim: None,
         rows: RowCounts::default(),
     };
     let manifest =

@@ -84,6 +84,7 @@ pub fn replay_to(
             inputs: opened.iter().flat_map(|d| d.manifest.inputs.iter().cloned()).collect(),
             skipped: Vec::new(),
             merge: None,
+            cache_sim: None,
             rows: RowCounts::default(),
         })?;
         Ok(())

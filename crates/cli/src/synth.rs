@@ -161,6 +161,7 @@ pub fn synth_servegen(options: &ServegenOptions) -> Result<NormalizeReport> {
         inputs,
         skipped,
         merge: None,
+        cache_sim: None,
         rows: RowCounts::default(),
     };
     let manifest =

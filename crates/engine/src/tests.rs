@@ -32,6 +32,7 @@ pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample
         inputs: Vec::new(),
         skipped: Vec::new(),
         merge: None,
+        cache_sim: None,
         rows: RowCounts::default(),
     };
     writer.finish(manifest).unwrap();

@@ -27,8 +27,63 @@ pub struct Manifest {
     /// How `infertrace merge` joined the datasets this one was made from; absent from normalized datasets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeRecord>,
+    /// What `infertrace cache-sim` simulated to fill the cache columns; absent from other datasets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_sim: Option<CacheSimRecord>,
     /// Rows per table in the whole dataset.
     pub rows: RowCounts,
+}
+
+/// What `infertrace cache-sim` did: the dataset it read, the cache it simulated and what that cache served.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheSimRecord {
+    /// The dataset simulated, as given on the command line.
+    pub dataset: String,
+    /// Replacement policy: `lru`, `fifo` or `lfu`.
+    pub policy: String,
+    /// Placement across tiers: `exclusive` or `inclusive`.
+    pub placement: String,
+    /// The tiers, fastest first.
+    pub tiers: Vec<CacheSimTier>,
+    /// The model whose KV bytes per token turned byte capacities into tokens; absent for capacities in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<CacheSimModel>,
+    /// Request rows simulated (having `prefix_hashes` and `block_size`).
+    pub requests: u64,
+    /// Request rows left out; their cache columns are null.
+    pub rows_without_hashes: u64,
+    /// Σ`input_tokens` of the simulated rows (blocks × `block_size` where null).
+    pub input_tokens: u64,
+    /// Σ`cached_tokens` written.
+    pub hit_tokens: u64,
+}
+
+/// One simulated tier.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheSimTier {
+    /// The tier: `gpu`, `cpu`, `disk` or `remote`.
+    pub tier: String,
+    /// Its capacity as given (`2M`, `80GB`).
+    pub capacity: String,
+    /// Its capacity in tokens.
+    pub capacity_tokens: u64,
+    /// Σ`cached_tokens_<tier>` written.
+    pub hit_tokens: u64,
+    /// Blocks it evicted (demoted to the next tier or dropped).
+    pub evictions: u64,
+}
+
+/// How byte capacities became tokens: `tokens = ⌊bytes × kappa / kv_bytes_per_token⌋`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheSimModel {
+    /// Catalog model id.
+    pub id: String,
+    /// Bytes per KV element.
+    pub dtype_bytes: f64,
+    /// KV compression ratio.
+    pub kappa: f64,
+    /// Uncompressed KV bytes per token of the model at `dtype_bytes`.
+    pub kv_bytes_per_token: f64,
 }
 
 /// What `infertrace merge` did: its inputs, options and how many rows it joined, and how.
@@ -259,6 +314,22 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     ("merge.merged_requests", "Output rows built from two or more sources."),
     ("merge.unmatched.<source>", "Rows left on their own, per source."),
     ("merge.columns.<column>.<source>", "Merged rows that took that column from that source."),
+    ("cache_sim.dataset", "Dataset simulated by `infertrace cache-sim`, as given (absent unless simulated)."),
+    ("cache_sim.policy", "Replacement policy: `lru`, `fifo` or `lfu`."),
+    ("cache_sim.placement", "Placement across tiers: `exclusive` or `inclusive`."),
+    ("cache_sim.tiers[].tier", "A simulated tier, fastest first: `gpu`, `cpu`, `disk` or `remote`."),
+    ("cache_sim.tiers[].capacity", "Its capacity as given (`2M` tokens, or bytes such as `80GB` with `--model`)."),
+    ("cache_sim.tiers[].capacity_tokens", "Its capacity in tokens."),
+    ("cache_sim.tiers[].hit_tokens", "Σ`cached_tokens_<tier>` written for it."),
+    ("cache_sim.tiers[].evictions", "Blocks it evicted (demoted to the next tier, or dropped)."),
+    ("cache_sim.model.id", "Catalog model whose KV size turned byte capacities into tokens (absent for tokens)."),
+    ("cache_sim.model.dtype_bytes", "Bytes per KV element (`--dtype-bytes`)."),
+    ("cache_sim.model.kappa", "KV compression ratio (`--kappa`): tokens = ⌊bytes × κ / KV bytes per token⌋."),
+    ("cache_sim.model.kv_bytes_per_token", "The model's uncompressed KV bytes per token."),
+    ("cache_sim.requests", "Request rows simulated (having `prefix_hashes` and `block_size`)."),
+    ("cache_sim.rows_without_hashes", "Request rows left out; their cache columns are null."),
+    ("cache_sim.input_tokens", "Σ`input_tokens` of the simulated rows (blocks × `block_size` where null)."),
+    ("cache_sim.hit_tokens", "Σ`cached_tokens` written."),
     ("rows.requests", "Rows of `requests.parquet`."),
     ("rows.samples", "Rows of `samples.parquet`."),
     ("rows.cache_events", "Rows of `cache_events.parquet`."),

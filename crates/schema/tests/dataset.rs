@@ -27,6 +27,7 @@ fn manifest() -> Manifest {
         inputs: vec![],
         skipped: vec![],
         merge: None,
+        cache_sim: None,
         rows: RowCounts::default(),
     }
 }
@@ -312,6 +313,11 @@ fn manifest_field_docs_match_what_is_serialized() {
         rows_in: [("aiperf".to_owned(), 2)].into_iter().collect(),
         unmatched: [("aiperf".to_owned(), 1)].into_iter().collect(),
         columns: [("ttft_s".to_owned(), [("aiperf".to_owned(), 1)].into_iter().collect())].into_iter().collect(),
+        ..Default::default()
+    });
+    m.cache_sim = Some(infertrace_schema::CacheSimRecord {
+        tiers: vec![infertrace_schema::CacheSimTier::default()],
+        model: Some(infertrace_schema::CacheSimModel::default()),
         ..Default::default()
     });
     fn paths(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {

@@ -115,6 +115,7 @@ pub fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> D
         inputs: Vec::new(),
         skipped: Vec::new(),
         merge: None,
+        cache_sim: None,
         rows: RowCounts::default(),
     };
     writer.finish(manifest).unwrap();
