@@ -18,7 +18,8 @@
 //!   arrival last, ties in input order (the order of the engine's unbounded-cache reuse). There is no time and no
 //!   concurrency: each request is looked up and inserted before the next one.
 //! - **Capacity.** Counted in tokens; a block occupies its row's `block_size` tokens (rows of one dataset normally
-//!   share a block size; a block re-accessed with another size takes the new one).
+//!   share a block size; a block re-accessed with another size takes the new one, and then `mrc` may differ from
+//!   `cache-sim`, which agree whenever each hash comes with one size).
 //! - **Lookup.** A request hits the longest contiguous prefix of its hashes found in the cache; tiers are searched
 //!   fastest first and the prefix runs across tiers (block 0 in `gpu`, block 1 in `cpu`: two hit blocks, one per
 //!   tier). The lookup sees the cache as it was before the request.
@@ -32,8 +33,8 @@
 //!   fastest tier, else promoted to it (removed from the slower tier holding it) or inserted there. Each tier's
 //!   victims are demoted to the next tier, keeping their recency and access count; the last tier's victims are
 //!   dropped. Every victim counts as an eviction of the tier it left. With LRU this is one global recency order cut
-//!   into consecutive segments, so with one block size the tiers together hit exactly as one LRU tier of their
-//!   summed capacity, and the fastest `k` tiers as one LRU tier of theirs.
+//!   into consecutive segments, so with one block size (and capacities in whole blocks) the tiers together hit
+//!   exactly as one LRU tier of their summed capacity, and the fastest `k` tiers as one LRU tier of theirs.
 //! - **Inclusive placement**: every tier sees every block of every request (write-through; a hit refreshes the
 //!   block in every tier holding it and writes it to the others) and trims itself independently, dropping its
 //!   victims (its evictions). A block counts for the fastest tier holding it. With LRU each tier is an
