@@ -24,6 +24,62 @@ pub struct Config {
     /// KV compression ratio κ (1 = none): divides KV bytes in memory, reads and transfers.
     #[serde(default = "one")]
     pub kappa: f64,
+    /// Prefix-cache tiers of each instance; no prefix reuse without.
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
+}
+
+/// When a prefix found in a tier below the accelerator's memory is loaded instead of recomputed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Retrieve {
+    /// When loading it is faster than recomputing it (the breakeven of `docs/model.md`, per tier).
+    #[default]
+    Faster,
+    /// Always.
+    Always,
+    /// Never: only the accelerator's own memory is reused.
+    Never,
+}
+
+/// Prefix-cache tiers of each instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Replacement policy (`lru`, `fifo`, `lfu`); default lru.
+    #[serde(default = "lru")]
+    pub policy: infertrace_cache::Policy,
+    /// `exclusive` or `inclusive`; default exclusive.
+    #[serde(default = "exclusive")]
+    pub placement: infertrace_cache::Placement,
+    /// The retrieve-vs-recompute policy; default `faster`.
+    #[serde(default)]
+    pub retrieve: Retrieve,
+    /// Tiers, fastest first; `gpu` first when present.
+    pub tiers: Vec<TierConfig>,
+}
+
+fn lru() -> infertrace_cache::Policy {
+    infertrace_cache::Policy::Lru
+}
+
+fn exclusive() -> infertrace_cache::Placement {
+    infertrace_cache::Placement::Exclusive
+}
+
+/// One tier of an instance's prefix cache.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierConfig {
+    /// `gpu`, `cpu`, `disk` or `remote`.
+    pub tier: infertrace_schema::CacheTier,
+    /// Tokens of KV it holds; for `gpu`, default the instance's KV memory.
+    pub capacity_tokens: Option<f64>,
+    /// Read bandwidth, GB/s (not for `gpu`, whose hits cost nothing to load).
+    pub bandwidth_gbs: Option<f64>,
+    /// Fixed latency of a load, s.
+    #[serde(default)]
+    pub latency_s: f64,
 }
 
 fn one() -> f64 {
@@ -115,8 +171,9 @@ pub enum Routing {
     RoundRobin,
     /// The instance with the fewest tokens still to process (prompt tokens to prefill, tokens to generate).
     LeastLoaded,
-    /// The instance holding the longest prefix of the request's `prefix_hashes` (as a KV-aware router does),
-    /// least loaded on ties.
+    /// As a KV-aware router: the instance with the least work once the request joins it, counting only the prompt
+    /// tokens its prefix cache does not already hold (`load + prompt − cached prefix`); least loaded without a
+    /// cache.
     PrefixAware,
 }
 
@@ -218,6 +275,25 @@ impl Config {
         }
         if !between(c.link_gbs, 0.0, f64::MAX) || !at_least(c.link_latency_s, 0.0) {
             return fail("cluster.link_gbs must be > 0 and cluster.link_latency_s ≥ 0");
+        }
+        if let Some(cache) = &self.cache {
+            use infertrace_schema::CacheTier;
+            for (i, t) in cache.tiers.iter().enumerate() {
+                if t.capacity_tokens.is_some_and(|c| !at_least(c, 0.0)) || !at_least(t.latency_s, 0.0) {
+                    return fail("cache tiers need capacity_tokens ≥ 0 and latency_s ≥ 0");
+                }
+                if t.tier == CacheTier::Gpu && i > 0 {
+                    return fail("the gpu cache tier must come first");
+                }
+                if t.tier != CacheTier::Gpu
+                    && !(t.capacity_tokens.is_some() && t.bandwidth_gbs.is_some_and(|b| between(b, 0.0, f64::MAX)))
+                {
+                    return fail("cache tiers other than gpu need capacity_tokens and bandwidth_gbs > 0");
+                }
+            }
+            if cache.tiers.iter().enumerate().any(|(i, t)| cache.tiers[..i].iter().any(|u| u.tier == t.tier)) {
+                return fail("each cache tier may appear once");
+            }
         }
         Ok(())
     }

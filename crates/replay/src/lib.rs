@@ -9,13 +9,16 @@
 //!
 //! Rows are replayed when they have an arrival and `input_tokens`; `output_tokens` missing counts as 1 token. Other
 //! rows are skipped and counted. Arrivals keep their offsets from the first arrival, divided by the rate scale.
+//! With a `[cache]` configuration, each instance has a tiered prefix cache (the `infertrace-cache` semantics of
+//! `cache-sim`, accessed on arrival with the row's `prefix_hashes` and `block_size`) and the rows' `cached_tokens`
+//! columns say what was reused from each tier; without one, the cached columns are null.
 
 pub mod calibrate;
 pub mod config;
 pub mod sim;
 
 use infertrace_model::Catalog;
-use infertrace_schema::{EngineSample, RequestRow, Status, metrics};
+use infertrace_schema::{CacheTier, EngineSample, RequestRow, Status, metrics};
 
 pub use config::{Config, ConfigError};
 pub use sim::{SimError, Simulation, simulate};
@@ -106,6 +109,11 @@ pub fn replay(
             arrival: (arrival - origin) as f64 / 1e9 / options.rate_scale,
             prompt,
             output: rows[i].output_tokens.unwrap_or(1).max(1),
+            hashes: match (&rows[i].prefix_hashes, rows[i].block_size) {
+                (Some(hashes), Some(_)) => hashes.clone(),
+                _ => Vec::new(),
+            },
+            hash_block: rows[i].block_size.unwrap_or(0),
         })
         .collect();
     let simulation = simulate(config, model, accelerator, &requests, options.sample_interval_s)?;
@@ -145,9 +153,21 @@ pub fn replay(
             retrieved_docs: source.retrieved_docs,
             tool_calls: source.tool_calls,
             workload_class: source.workload_class,
-            cached_tokens: Some(0),
             ..RequestRow::default()
         };
+        if let Some(cache) = &config.cache {
+            let tokens = |i: usize| outcome.cached.get(i).map(|&t| t as u32).unwrap_or(0);
+            row.cached_tokens = Some((0..cache.tiers.len()).map(tokens).sum());
+            for (i, tier) in cache.tiers.iter().enumerate() {
+                let column = match tier.tier {
+                    CacheTier::Gpu => &mut row.cached_tokens_gpu,
+                    CacheTier::Cpu => &mut row.cached_tokens_cpu,
+                    CacheTier::Disk => &mut row.cached_tokens_disk,
+                    CacheTier::Remote => &mut row.cached_tokens_remote,
+                };
+                *column = Some(tokens(i));
+            }
+        }
         if outcome.rejected || outcome.out_of_memory {
             out.rejected += 1;
             row.status = Status::Error;

@@ -30,12 +30,14 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 
+use infertrace_cache::{TierSpec, TieredCache};
 use infertrace_model::{Accelerator, Model};
+use infertrace_schema::CacheTier;
 
-use crate::config::{Config, Routing};
+use crate::config::{Config, Retrieve, Routing};
 
 /// One request to replay.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Request {
     /// Arrival, seconds from the start of the replay.
     pub arrival: f64,
@@ -43,6 +45,10 @@ pub struct Request {
     pub prompt: u32,
     /// Generated tokens (at least 1).
     pub output: u32,
+    /// Chained prefix hashes of the prompt's blocks (empty: nothing to reuse).
+    pub hashes: Vec<u64>,
+    /// Tokens per block of `hashes`.
+    pub hash_block: u32,
 }
 
 /// What happened to one request.
@@ -70,6 +76,11 @@ pub struct Outcome {
     pub preemptions: u32,
     /// Dropped: alone on its instance, it needed more KV memory than the instance has.
     pub out_of_memory: bool,
+    /// Prompt tokens reused from each prefix-cache tier (in the configuration's order): found in the accelerator's
+    /// memory, or loaded from a lower tier; empty without a cache.
+    pub cached: Vec<u64>,
+    /// Seconds spent loading the reused prefix from lower tiers.
+    pub load_s: f64,
 }
 
 /// A state sample of one instance.
@@ -189,8 +200,12 @@ struct Instance {
     load: u64,
     /// Sequences scheduled in the iteration in flight: (index in `running`, tokens).
     plan: Vec<(usize, u32)>,
-    /// Identical decode-only iterations folded into the one in flight (see [`Sim::fold`]).
+    /// Identical decode-only iterations folded into the one in flight (see [`Sim::fold_steps`]).
     repeat: u32,
+    /// The instance's prefix cache.
+    cache: Option<TieredCache>,
+    /// Sequences whose prefix is being loaded from a lower tier.
+    loading: Vec<Seq>,
     /// Blocks ever taken from the head of the free queue. Free blocks keep their KV until taken (vLLM's prefix
     /// cache): a preempted sequence frees its blocks to the tail, last block first, so when it returns, the blocks
     /// of its prefix not yet taken are still valid and need no recompute.
@@ -200,8 +215,16 @@ struct Instance {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Event {
     Arrival(usize),
+    /// A request's prefix has been loaded from a lower tier: it joins the queue of `instance`.
+    Ready {
+        request: usize,
+        instance: usize,
+    },
     StepEnd(usize),
-    TransferDone { request: usize, decode: usize },
+    TransferDone {
+        request: usize,
+        decode: usize,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -285,6 +308,18 @@ pub fn simulate_folding(
                 free_blocks: blocks,
                 allocated: 0,
                 repeat: 0,
+                loading: Vec::new(),
+                cache: config.cache.as_ref().map(|c| {
+                    let specs = c
+                        .tiers
+                        .iter()
+                        .map(|t| TierSpec {
+                            tier: t.tier,
+                            capacity_tokens: t.capacity_tokens.unwrap_or(blocks as f64 * block_size).max(0.0) as u64,
+                        })
+                        .collect();
+                    TieredCache::new(specs, c.policy, c.placement)
+                }),
                 busy: false,
                 load: 0,
                 plan: Vec::new(),
@@ -306,6 +341,7 @@ pub fn simulate_folding(
             times
         },
         arrived: 0,
+        loading: BinaryHeap::new(),
         fold,
         next_sample: 0.0,
         sample_interval_s,
@@ -323,6 +359,7 @@ pub fn simulate_folding(
             Event::Arrival(request) => sim.arrive(request),
             Event::StepEnd(instance) => sim.step_end(instance),
             Event::TransferDone { request, decode } => sim.transfer_done(request, decode),
+            Event::Ready { request, instance } => sim.ready(request, instance),
         }
     }
     Ok(Simulation {
@@ -353,6 +390,8 @@ struct Sim<'a> {
     /// Arrival times in order, and how many arrivals were processed: the next one bounds a fold.
     arrivals: Vec<f64>,
     arrived: usize,
+    /// Times of the pending `Ready` events, which bound a fold too.
+    loading: BinaryHeap<Reverse<Timed>>,
     /// Fold runs of decode-only iterations (off only to check that folding changes nothing).
     fold: bool,
     next_sample: f64,
@@ -392,7 +431,7 @@ impl Sim<'_> {
     }
 
     /// The instance of `pool` (0: prefill or collocated, 1: decode) a new sequence goes to.
-    fn route(&mut self, pool: usize) -> usize {
+    fn route(&mut self, pool: usize, request: usize) -> usize {
         let members = &self.pools[pool];
         match self.config.cluster.routing {
             Routing::RoundRobin => {
@@ -400,9 +439,21 @@ impl Sim<'_> {
                 self.rr[pool] += 1;
                 chosen
             }
-            // Without a prefix cache in the replay, prefix-aware routing falls back to the least-loaded instance.
-            Routing::LeastLoaded | Routing::PrefixAware => {
+            Routing::LeastLoaded => {
                 *members.iter().min_by_key(|&&i| (self.instances[i].load, i)).expect("pools are not empty")
+            }
+            // As a KV-aware router: the instance with the least work once this request joins it, counting only
+            // the prompt tokens its cache (any tier) does not hold: load + prompt − cached prefix tokens.
+            Routing::PrefixAware => {
+                let r = &self.requests[request];
+                let cached = |i: usize| {
+                    let blocks = self.instances[i].cache.as_ref().map_or(0, |c| c.lookup(&r.hashes).hit_blocks);
+                    (blocks * u64::from(r.hash_block)).min(u64::from(r.prompt))
+                };
+                *members
+                    .iter()
+                    .min_by_key(|&&i| (self.instances[i].load + u64::from(r.prompt) - cached(i), i))
+                    .expect("pools are not empty")
             }
         }
     }
@@ -416,12 +467,76 @@ impl Sim<'_> {
             self.outcomes[request].rejected = true;
             return;
         }
-        let instance = self.route(0);
+        let instance = self.route(0, request);
         self.outcomes[request].prefill_instance = instance;
-        let seq = Seq { request, target: r.prompt, kv: 0, generated: 0, output, blocks: 0, freed: None };
+        let (kv, load_s) = self.reuse(request, instance);
+        let seq = Seq { request, target: r.prompt, kv, generated: 0, output, blocks: 0, freed: None };
         let inst = &mut self.instances[instance];
-        inst.load += u64::from(r.prompt) + u64::from(output);
-        inst.waiting.push_back(seq);
+        inst.load += u64::from(r.prompt - kv) + u64::from(output);
+        if load_s > 0.0 {
+            self.outcomes[request].load_s = load_s;
+            inst.loading.push(seq);
+            let time = self.now + load_s;
+            self.order += 1;
+            self.loading.push(Reverse(Timed { time, order: self.order, event: Event::Ready { request, instance } }));
+            self.push(time, Event::Ready { request, instance });
+        } else {
+            inst.waiting.push_back(seq);
+            self.start(instance);
+        }
+    }
+
+    /// The prompt tokens of `request` that `instance` reuses instead of computing, and the seconds spent loading
+    /// them from lower tiers. The cache is accessed (looked up, then the prompt's blocks inserted) on arrival;
+    /// hits in `gpu` cost nothing; the hits of each lower tier, in order, are loaded when the retrieve policy says
+    /// so (`faster`: when `latency + tokens × KV bytes / bandwidth` is below the roofline time of computing those
+    /// tokens after what is already reused), and once a tier's hits are recomputed, so are the deeper ones (a prefix
+    /// must be contiguous). At least one prompt token is always computed.
+    fn reuse(&mut self, request: usize, instance: usize) -> (u32, f64) {
+        let r = &self.requests[request];
+        let Some(cache) = self.instances[instance].cache.as_mut() else { return (0, 0.0) };
+        let Some(config) = self.config.cache.as_ref() else { return (0, 0.0) };
+        let access = cache.access(&r.hashes, r.hash_block);
+        let hits = access.hit_tokens(r.hash_block, Some(r.prompt.saturating_sub(1)));
+        let mut cached = vec![0; config.tiers.len()];
+        let (mut kv, mut load_s) = (0u32, 0.0);
+        for (i, (tier, &tokens)) in config.tiers.iter().zip(&hits.per_tier).enumerate() {
+            if tokens == 0 {
+                continue;
+            }
+            let t = tokens as f64;
+            if tier.tier != CacheTier::Gpu {
+                let load =
+                    tier.latency_s + t * self.cost.kv_bytes / (tier.bandwidth_gbs.unwrap_or(f64::INFINITY) * 1e9);
+                let offset = f64::from(kv);
+                let compute = (self.cost.flops_per_token * t
+                    + self.cost.attention_pair_flops * (t * offset + t * t / 2.0))
+                    / self.cost.flops_rate;
+                let retrieve = match config.retrieve {
+                    Retrieve::Always => true,
+                    Retrieve::Never => false,
+                    Retrieve::Faster => load < compute,
+                };
+                if !retrieve {
+                    break;
+                }
+                load_s += load;
+            }
+            kv += tokens as u32;
+            cached[i] = tokens;
+        }
+        self.outcomes[request].cached = cached;
+        (kv, load_s)
+    }
+
+    /// A request whose prefix was loaded joins its instance's queue.
+    fn ready(&mut self, request: usize, instance: usize) {
+        self.loading.pop();
+        let inst = &mut self.instances[instance];
+        if let Some(position) = inst.loading.iter().position(|s| s.request == request) {
+            let seq = inst.loading.swap_remove(position);
+            inst.waiting.push_back(seq);
+        }
         self.start(instance);
     }
 
@@ -475,7 +590,8 @@ impl Sim<'_> {
     /// added in the same order as unfolded iterations would be, so the times are identical; `end` becomes the end
     /// of the last folded iteration.
     fn fold_steps(&mut self, instance: usize, end: &mut f64) -> u32 {
-        let until = self.arrivals.get(self.arrived).copied().unwrap_or(f64::INFINITY);
+        let next_arrival = self.arrivals.get(self.arrived).copied().unwrap_or(f64::INFINITY);
+        let until = self.loading.peek().map_or(next_arrival, |Reverse(t)| next_arrival.min(t.time));
         let cost = self.cost;
         let block_size = self.block_size;
         let inst = &mut self.instances[instance];
@@ -694,7 +810,7 @@ impl Sim<'_> {
         let r = &self.requests[seq.request];
         let bytes = f64::from(r.prompt + 1) * self.cost.kv_bytes;
         let seconds = self.config.cluster.link_latency_s + bytes / (self.config.cluster.link_gbs * 1e9);
-        let decode = self.route(1);
+        let decode = self.route(1, seq.request);
         let outcome = &mut self.outcomes[seq.request];
         outcome.decode_instance = Some(decode);
         outcome.transfer_s = Some(seconds);

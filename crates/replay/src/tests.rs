@@ -211,10 +211,18 @@ fn folding_decode_only_iterations_changes_nothing() {
             arrival: f64::from(i) * 0.37 + f64::from(i % 5) * 0.011,
             prompt: 50 + (i * 37) % 400,
             output: 5 + (i * 53) % 300,
+            // Four shared first blocks, then the request's own: reuse through both cache tiers below.
+            hashes: vec![u64::from(i % 4) + 1, 100 + u64::from(i)],
+            hash_block: 16,
         })
         .collect();
-    for extra in ["", "[memory]\nkv_tokens = 4000\n[cluster]\ninstances = 2\nrouting = \"least-loaded\"\n"] {
-        let cfg = config(extra);
+    let cached = format!("[cache]\n[[cache.tiers]]\ntier = \"gpu\"\ncapacity_tokens = 32\n{CPU_TIER}");
+    for extra in [
+        "".to_owned(),
+        "[memory]\nkv_tokens = 4000\n[cluster]\ninstances = 2\nrouting = \"least-loaded\"\n".to_owned(),
+        format!("[cluster]\ninstances = 2\nrouting = \"prefix-aware\"\n{cached}"),
+    ] {
+        let cfg = config(&extra);
         let folded = simulate_folding(&cfg, model, accelerator, &requests, 0.0, true).unwrap();
         let plain = simulate_folding(&cfg, model, accelerator, &requests, 0.0, false).unwrap();
         assert_eq!(folded.outcomes, plain.outcomes, "{extra}");
@@ -223,5 +231,84 @@ fn folding_decode_only_iterations_changes_nothing() {
         // Folding did happen, and only when asked.
         assert!(folded.folded > folded.iterations / 4, "{} of {}", folded.folded, folded.iterations);
         assert_eq!(plain.folded, 0);
+        if extra.contains("cache") {
+            // Prefixes were loaded from the cpu tier, so Ready events interleaved with the folds.
+            assert!(folded.outcomes.iter().any(|o| o.load_s > 0.0));
+        }
     }
+}
+
+fn hashed(id: &str, arrival_s: f64, prompt: u32, output: u32, hashes: &[u64]) -> RequestRow {
+    RequestRow { prefix_hashes: Some(hashes.to_vec()), block_size: Some(16), ..request(id, arrival_s, prompt, output) }
+}
+
+const CPU_TIER: &str = "[[cache.tiers]]\ntier = \"cpu\"\ncapacity_tokens = 1000\nbandwidth_gbs = 1\nlatency_s = 0.01\n";
+
+#[test]
+fn a_prefix_in_accelerator_memory_is_not_recomputed() {
+    // a fills the cache with 6 blocks of 16 tokens; b, later, shares them: 96 of its 100 tokens are reused and
+    // only 4 computed, at offset 96.
+    let blocks = [1, 2, 3, 4, 5, 6];
+    let rows = [hashed("a", 0.0, 100, 2, &blocks), hashed("b", 10.0, 100, 2, &blocks)];
+    let cfg = config("[cache]\n[[cache.tiers]]\ntier = \"gpu\"\n");
+    let replayed = replay(&cfg, &catalog(), &rows, &ReplayOptions::default()).unwrap();
+    let (a, b) = (&replayed.requests[0], &replayed.requests[1]);
+    assert_eq!((a.cached_tokens, a.cached_tokens_gpu), (Some(0), Some(0)));
+    assert_eq!((b.cached_tokens, b.cached_tokens_gpu, b.cached_tokens_cpu), (Some(96), Some(96), None));
+    close(b.ttft_s, step(4.0, 96.0));
+    // Without a cache the columns stay null.
+    let plain = replay(&config(""), &catalog(), &rows, &ReplayOptions::default()).unwrap();
+    assert_eq!(plain.requests[1].cached_tokens, None);
+    close(plain.requests[1].ttft_s, step(100.0, 0.0));
+}
+
+#[test]
+fn a_lower_tier_is_loaded_only_when_faster_than_recomputing() {
+    // The gpu tier holds one block: a's access keeps block 0 there (the prefix is the most recent) and demotes
+    // blocks 1–5 to cpu. b finds 16 tokens in gpu and 80 in cpu; loading 80 × 4 bytes at 1 GB/s after 10 ms takes
+    // 0.01 + 3.2e-7 s, computing them at offset 16 takes (80e9 + 4 × (80 × 16 + 3200)) / 1e12 = 0.08 s: load.
+    let blocks = [1, 2, 3, 4, 5, 6];
+    let rows = [hashed("a", 0.0, 100, 2, &blocks), hashed("b", 10.0, 100, 2, &blocks)];
+    let tiers = |retrieve: &str, latency: f64| {
+        config(&format!(
+            "[cache]\nretrieve = \"{retrieve}\"\n[[cache.tiers]]\ntier = \"gpu\"\ncapacity_tokens = 16\n{}",
+            CPU_TIER.replace("latency_s = 0.01", &format!("latency_s = {latency}"))
+        ))
+    };
+    let loaded = replay(&tiers("faster", 0.01), &catalog(), &rows, &ReplayOptions::default()).unwrap();
+    let b = &loaded.requests[1];
+    assert_eq!((b.cached_tokens, b.cached_tokens_gpu, b.cached_tokens_cpu), (Some(96), Some(16), Some(80)));
+    close(b.ttft_s, 0.01 + 320.0 / 1e9 + step(4.0, 96.0));
+    // Never loading: only the gpu block is reused.
+    let never = replay(&tiers("never", 0.01), &catalog(), &rows, &ReplayOptions::default()).unwrap();
+    let b = &never.requests[1];
+    assert_eq!((b.cached_tokens, b.cached_tokens_cpu), (Some(16), Some(0)));
+    close(b.ttft_s, step(84.0, 16.0));
+    // A 1 s latency is slower than the 0.08 s of computing: recomputed under `faster`, loaded under `always`.
+    let slow = replay(&tiers("faster", 1.0), &catalog(), &rows, &ReplayOptions::default()).unwrap();
+    assert_eq!(slow.requests[1].cached_tokens_cpu, Some(0));
+    let always = replay(&tiers("always", 1.0), &catalog(), &rows, &ReplayOptions::default()).unwrap();
+    close(always.requests[1].ttft_s, 1.0 + 320.0 / 1e9 + step(4.0, 96.0));
+}
+
+#[test]
+fn prefix_aware_routing_follows_the_cached_prefix() {
+    // a goes to instance 0 (both idle, lowest index). c, unrelated and short, goes to the idle instance 1 and is
+    // done by 0.15 s. b shares a's prefix and arrives at 0.5 s, when a (0.1 s of prefill, then 10 ms per token) has
+    // 100 − 41 = 59 tokens left: least-loaded picks instance 1 (no work); prefix-aware weighs instance 0 at
+    // 59 + 100 − 96 = 63 tokens against instance 1 at 0 + 100 and picks 0, where the prefix is.
+    let rows = [
+        hashed("a", 0.0, 100, 100, &[1, 2, 3, 4, 5, 6]),
+        hashed("c", 0.001, 50, 10, &[9]),
+        hashed("b", 0.5, 100, 2, &[1, 2, 3, 4, 5, 6]),
+    ];
+    let cache = "[cache]\n[[cache.tiers]]\ntier = \"gpu\"\n";
+    let aware = config(&format!("{cache}[cluster]\ninstances = 2\nrouting = \"prefix-aware\"\n"));
+    let loaded = config(&format!("{cache}[cluster]\ninstances = 2\nrouting = \"least-loaded\"\n"));
+    let by_prefix = replay(&aware, &catalog(), &rows, &ReplayOptions::default()).unwrap();
+    let by_load = replay(&loaded, &catalog(), &rows, &ReplayOptions::default()).unwrap();
+    assert_eq!(by_prefix.requests[2].instance.as_deref(), Some("replay-0"));
+    assert_eq!(by_prefix.requests[2].cached_tokens, Some(96));
+    assert_eq!(by_load.requests[2].instance.as_deref(), Some("replay-1"));
+    assert_eq!(by_load.requests[2].cached_tokens, Some(0));
 }
