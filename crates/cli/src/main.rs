@@ -277,6 +277,10 @@ struct ParamArgs {
     /// A catalog of accelerators and models adding to (or replacing entries of) the built-in one.
     #[arg(long, value_name = "FILE")]
     catalog: Option<PathBuf>,
+    /// The hit-ratio curve of the compressed tier: the output of `infertrace mrc --json` (with --from, the
+    /// datasets' own curve is used unless this is given).
+    #[arg(long, value_name = "FILE")]
+    hit_curve: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -334,6 +338,7 @@ impl ParamArgs {
             from: self.from.clone(),
             set,
             catalog: self.catalog.clone(),
+            hit_curve: self.hit_curve.clone(),
         }
     }
 

@@ -33,6 +33,8 @@ pub struct ParamSources {
     pub set: Vec<(String, f64)>,
     /// A user catalog extending the built-in one.
     pub catalog: Option<PathBuf>,
+    /// `infertrace mrc --json` output to use as `compression.hit_curve` (overrides the file and `--from`).
+    pub hit_curve: Option<PathBuf>,
 }
 
 /// One measured parameter: its value and how it was measured.
@@ -51,6 +53,9 @@ pub struct Measured {
     pub params: BTreeMap<String, Measurement>,
     /// The prefill fit, seconds against uncached prompt tokens.
     pub prefill_fit: Option<Quadratic>,
+    /// The LRU hit-ratio curve of the datasets' `prefix_hashes` (`[capacity tokens, hit ratio]`, as `infertrace
+    /// mrc` computes it at powers of two), for `compression.hit_curve`; empty without hashes.
+    pub hit_curve: Vec<[f64; 2]>,
 }
 
 /// Parameters, what was measured, and the catalog.
@@ -86,6 +91,7 @@ pub fn load(sources: &ParamSources) -> Result<Loaded> {
         for (name, measurement) in &m.params {
             params.set(name, measurement.value).map_err(|e| anyhow!("measured {name}: {e}"))?;
         }
+        params.compression.hit_curve.clone_from(&m.hit_curve);
         // Reads from the disk and remote tiers are storage I/O.
         for (name, tier) in &mut params.tiers {
             tier.external = tier_name(CacheTier::Disk).0 == name || tier_name(CacheTier::Remote).0 == name;
@@ -104,6 +110,9 @@ pub fn load(sources: &ParamSources) -> Result<Loaded> {
     let mut params: Params = toml::Value::Table(merged)
         .try_into()
         .map_err(|e: toml::de::Error| anyhow!("invalid parameters: {}", e.message()))?;
+    if let Some(path) = &sources.hit_curve {
+        params.compression.hit_curve = read_hit_curve(path)?;
+    }
     for (name, value) in &sources.set {
         params.set(name, *value).map_err(|e| anyhow!("--set {name}={value}: {e}"))?;
     }
@@ -234,7 +243,37 @@ pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
         }
     }
     out.params = found;
+    out.hit_curve = hit_curve(&rows).unwrap_or_default();
     Ok(out)
+}
+
+/// The LRU hit-ratio curve of `rows` at the default capacities of `infertrace mrc`; `None` without hashes.
+fn hit_curve(rows: &[infertrace_schema::RequestRow]) -> Option<Vec<[f64; 2]>> {
+    let curve = infertrace_cache::mrc(rows, infertrace_cache::Sampling::Auto).ok()?;
+    let report = curve.report(&curve.default_capacities());
+    let points: Vec<[f64; 2]> =
+        report.points.iter().filter_map(|p| Some([p.capacity_tokens as f64, p.hit_ratio?])).collect();
+    (report.requests > 0 && !points.is_empty()).then_some(points)
+}
+
+/// Reads the `points` of `infertrace mrc --json` as `[capacity tokens, hit ratio]` pairs.
+pub fn read_hit_curve(path: &Path) -> Result<Vec<[f64; 2]>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read hit curve {}", path.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow!("invalid hit curve {}: {e}; expected the output of `infertrace mrc --json`", path.display())
+    })?;
+    let points: Vec<[f64; 2]> = json["points"]
+        .as_array()
+        .ok_or_else(|| {
+            anyhow!("invalid hit curve {}: no `points` array; expected `infertrace mrc --json`", path.display())
+        })?
+        .iter()
+        .filter_map(|p| Some([p["capacity_tokens"].as_f64()?, p["hit_ratio"].as_f64()?]))
+        .collect();
+    if points.is_empty() {
+        bail!("invalid hit curve {}: no point has a capacity and a hit ratio", path.display());
+    }
+    Ok(points)
 }
 
 fn value(v: Option<f64>, unit: &str) -> String {
@@ -262,6 +301,18 @@ pub fn render_model(loaded: &Loaded, e: &Evaluation) -> String {
         writeln!(out, "measured from the datasets:").unwrap();
         for (name, measurement) in &m.params {
             writeln!(out, "  {name} = {}  ({})", number(measurement.value), measurement.how).unwrap();
+        }
+        if let (Some(first), Some(last)) = (m.hit_curve.first(), m.hit_curve.last()) {
+            writeln!(
+                out,
+                "  LRU hit-ratio curve (compression.hit_curve): {} points, {} at {} tokens to {} at {} tokens",
+                m.hit_curve.len(),
+                number(first[1]),
+                number(first[0]),
+                number(last[1]),
+                number(last[0])
+            )
+            .unwrap();
         }
         if let Some(f) = &m.prefill_fit {
             writeln!(

@@ -156,3 +156,37 @@ fn a_two_parameter_sweep_draws_a_heat_map() {
     assert_eq!(svg.matches("<rect x=").count(), 16);
     assert!(std::fs::metadata(&surface).unwrap().len() > 0);
 }
+
+#[test]
+fn a_hit_curve_comes_from_mrc_or_from_the_datasets() {
+    let dir = tempfile::tempdir().unwrap();
+    // A curve file as `infertrace mrc --json` writes it: hbm at 400 tokens × κ 2 = 800 → 0.5 × 800 / 1000 = 0.4.
+    let curve = dir.path().join("mrc.json");
+    std::fs::write(
+        &curve,
+        r#"{"points": [{"capacity_tokens": 0, "hit_ratio": 0.0}, {"capacity_tokens": 1000, "hit_ratio": 0.5}]}"#,
+    )
+    .unwrap();
+    let args = ["model", EXAMPLE, "--hit-curve", curve.to_str().unwrap(), "--set", "compression.capacity_tokens=400"];
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&infertrace(&[&args[..], &["--set", "kappa=2", "--json"]].concat()))).unwrap();
+    let c = &json["evaluation"]["compression"];
+    assert_eq!((c["hit_rate_uncompressed"].as_f64(), c["hit_rate"].as_f64()), (Some(0.2), Some(0.4)));
+
+    // From a dataset with prefix hashes: the Mooncake conversation trace (512-token blocks).
+    let out = dir.path().join("mc");
+    common::run(&[common::testdata().join("mooncake/fast25/conversation_trace.jsonl.zst")], &out);
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&infertrace(&["model", "--from", out.to_str().unwrap(), "--json"]))).unwrap();
+    let points = json["params"]["compression"]["hit_curve"].as_array().unwrap();
+    // Powers of two from the block size; the last point is the unbounded cache, the reuse the metrics report.
+    assert_eq!(points[0][0], 512.0);
+    assert_eq!(points[1][0], 1024.0);
+    // The last point is the unbounded cache: 37.4% of input tokens (docs/replay.md; the paper gives 40%).
+    let last = points.last().unwrap()[1].as_f64().unwrap();
+    assert!((last - 0.3736).abs() < 0.0001, "{last}");
+    // Ascending capacities, non-decreasing hit ratios (LRU's stack property).
+    for pair in points.windows(2) {
+        assert!(pair[0][0].as_f64() < pair[1][0].as_f64() && pair[0][1].as_f64() <= pair[1][1].as_f64(), "{pair:?}");
+    }
+}
