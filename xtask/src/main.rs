@@ -2,6 +2,8 @@
 //!
 //! - `codegen [--check]` writes `schemas/` from the schema crate (or checks it is up to date).
 //! - `normalize` normalizes every input under `testdata/` into `target/normalized/<name>/` and prints a summary.
+//! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python]` times `infertrace normalize` on large generated inputs
+//!   against `wc -l` and the Python baseline of `bench/baseline/` (see `bench.rs`; not part of CI).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
@@ -14,9 +16,11 @@ use infertrace::summary::{self, INPUT_COUNTS_FROM, INPUT_HEADERS};
 use infertrace::{NormalizeOptions, normalize};
 use infertrace_schema::docs::generated_files;
 
+mod bench;
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize>";
+const USAGE: &str =
+    "usage: cargo xtask <codegen [--check] | normalize | bench [--runs N] [--log-mb N] [--rows N] [--no-python]>";
 
 fn main() -> ExitCode {
     match run() {
@@ -35,6 +39,7 @@ fn run() -> Result<()> {
         ["codegen"] => codegen(&root, false),
         ["codegen", "--check"] => codegen(&root, true),
         ["normalize"] => normalize_testdata(&root),
+        ["bench", rest @ ..] => bench::bench(&root, &bench::BenchOptions::parse(rest)?),
         _ => bail!("{USAGE}"),
     }
 }

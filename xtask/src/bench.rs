@@ -1,0 +1,295 @@
+//! `cargo xtask bench`: how fast `infertrace normalize` is on large generated inputs, against two anchors on the same
+//! files — `wc -l` (the I/O floor) and the straightforward Python normalizer of `bench/baseline/` (what a user would
+//! write: regexes and pyarrow).
+//!
+//! Inputs are written once into `target/bench/` by the adapters' own generators (seeded, so every run measures the
+//! same bytes): a vLLM 0.14 log (stats lines, `Received request` with prompt token ids of 500–30,000 tokens in
+//! DEBUG lines, `Added` lines), an SGLang 0.5.10 log (batch lines and request lines) and a Mooncake trace of
+//! `--rows` rows. Each command runs `--runs` times (default 3) and the median is reported, with MB/s (input bytes,
+//! 10⁶), rows/s (rows written), the peak resident memory of the normalize process (from `/proc/<pid>/status`
+//! `VmHWM`, polled; `-` where unavailable), the output's size as a share of the input's, and the ratios to the
+//! anchors. The release binary is built first. Not part of CI: it takes minutes and needs disk.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub(crate) struct BenchOptions {
+    /// Runs per command.
+    pub(crate) runs: usize,
+    /// Target size of each generated log, bytes.
+    pub(crate) log_bytes: u64,
+    /// Rows of the Mooncake trace.
+    pub(crate) trace_rows: u64,
+    /// Skip the Python baseline.
+    pub(crate) no_python: bool,
+}
+
+impl BenchOptions {
+    pub(crate) fn parse(args: &[&str]) -> Result<Self> {
+        let mut options = Self { runs: 3, log_bytes: 1 << 30, trace_rows: 10_000_000, no_python: false };
+        let mut i = 0;
+        while i < args.len() {
+            let value = |i: usize| args.get(i + 1).copied().with_context(|| format!("{} needs a value", args[i]));
+            match args[i] {
+                "--runs" => options.runs = value(i)?.parse().context("--runs takes a whole number")?,
+                "--log-mb" => {
+                    options.log_bytes = value(i)?.parse::<u64>().context("--log-mb takes a whole number")? << 20;
+                }
+                "--rows" => options.trace_rows = value(i)?.parse().context("--rows takes a whole number")?,
+                "--no-python" => {
+                    options.no_python = true;
+                    i += 1;
+                    continue;
+                }
+                other => bail!("unknown bench option {other}; expected --runs N, --log-mb N, --rows N, --no-python"),
+            }
+            i += 2;
+        }
+        if options.runs == 0 {
+            bail!("--runs must be at least 1");
+        }
+        Ok(options)
+    }
+}
+
+/// One generated input.
+struct Input {
+    name: &'static str,
+    path: PathBuf,
+    format: &'static str,
+}
+
+/// Writes `path` with `write(n)` sized so the file reaches about `bytes`: a small sample measures bytes per unit
+/// first. Reuses an existing file of the same target.
+fn generate(
+    path: &Path,
+    bytes: u64,
+    mut write: impl FnMut(&mut dyn std::io::Write, u64) -> std::io::Result<()>,
+) -> Result<()> {
+    let marker = path.with_extension("target");
+    if path.exists() && fs::read_to_string(&marker).ok().as_deref() == Some(&bytes.to_string()) {
+        return Ok(());
+    }
+    let mut sample = Vec::new();
+    write(&mut sample, 200).context("generating a sample")?;
+    let units = (bytes as f64 / (sample.len() as f64 / 200.0)).ceil().max(1.0) as u64;
+    let mut out = BufWriter::with_capacity(
+        1 << 20,
+        File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+    );
+    write(&mut out, units).with_context(|| format!("cannot write {}", path.display()))?;
+    out.flush()?;
+    fs::write(&marker, bytes.to_string())?;
+    Ok(())
+}
+
+fn inputs(dir: &Path, options: &BenchOptions) -> Result<Vec<Input>> {
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let vllm = dir.join("vllm-0.14.log");
+    eprintln!("generating {} …", vllm.display());
+    generate(&vllm, options.log_bytes, |out, requests| {
+        let options = infertrace_adapter_vllm::generate::LogOptions { requests, prompt_tokens: (500, 30_000), seed: 7 };
+        infertrace_adapter_vllm::generate::write_log(
+            &mut IoAdapter(out),
+            infertrace_adapter_vllm::generate::Generation::V0_14,
+            options,
+        )
+        .map(drop)
+    })?;
+    let sglang = dir.join("sglang-0.5.10.log");
+    eprintln!("generating {} …", sglang.display());
+    generate(&sglang, options.log_bytes, |out, batches| {
+        infertrace_adapter_sglang::generate::write_log(
+            &mut IoAdapter(out),
+            infertrace_adapter_sglang::generate::Generation::V0_5_10,
+            batches,
+            7,
+        )
+        .map(drop)
+    })?;
+    let mooncake = dir.join("mooncake.jsonl");
+    eprintln!("generating {} …", mooncake.display());
+    let rows = options.trace_rows;
+    let marker = mooncake.with_extension("target");
+    if !(mooncake.exists() && fs::read_to_string(&marker).ok().as_deref() == Some(&format!("rows {rows}"))) {
+        let mut out = BufWriter::with_capacity(1 << 20, File::create(&mooncake)?);
+        // Sessions of 10 turns.
+        infertrace_adapter_traces::generate::write_mooncake(&mut out, rows.div_ceil(10), 10, false, 7)
+            .with_context(|| format!("cannot write {}", mooncake.display()))?;
+        out.flush()?;
+        fs::write(&marker, format!("rows {rows}"))?;
+    }
+    Ok(vec![
+        Input { name: "vLLM 0.14 log", path: vllm, format: "vllm" },
+        Input { name: "SGLang 0.5.10 log", path: sglang, format: "sglang" },
+        Input { name: "Mooncake trace", path: mooncake, format: "mooncake" },
+    ])
+}
+
+/// `&mut dyn Write` as a sized writer, for generators taking `impl Write`.
+struct IoAdapter<'a>(&'a mut dyn std::io::Write);
+
+impl std::io::Write for IoAdapter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Wall time and peak RSS (KiB, when `/proc` tells) of one run of `command`, which must succeed.
+fn measure(command: &mut Command) -> Result<(Duration, Option<u64>)> {
+    let started = Instant::now();
+    let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().context("cannot start")?;
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak = None;
+    loop {
+        if let Ok(status) = fs::read_to_string(&status_path) {
+            let hwm = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+            peak = hwm.max(peak);
+        }
+        if let Some(status) = child.try_wait()? {
+            let elapsed = started.elapsed();
+            if !status.success() {
+                let mut stderr = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    std::io::Read::read_to_string(&mut e, &mut stderr)?;
+                }
+                bail!("{command:?} failed: {}", stderr.lines().last().unwrap_or(""));
+            }
+            return Ok((elapsed, peak));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    fs::read_dir(dir).map_or(0, |entries| {
+        entries.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
+    })
+}
+
+/// Runs the benchmark and prints its table.
+pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
+    eprintln!("building the release binary …");
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "infertrace"])
+        .current_dir(root)
+        .status()
+        .context("cannot run cargo")?;
+    if !built.success() {
+        bail!("cargo build --release -p infertrace failed");
+    }
+    let binary = root.join("target/release/infertrace");
+    let dir = root.join("target/bench");
+    let inputs = inputs(&dir, options)?;
+    let baseline = root.join("bench/baseline/normalize.py");
+    let mut table = Vec::new();
+    for input in &inputs {
+        let bytes = fs::metadata(&input.path)?.len();
+        let out = dir.join(format!("{}-out", input.format));
+        let (mut ours, mut wc, mut python) = (Vec::new(), Vec::new(), Vec::new());
+        let mut peak = None;
+        for run in 0..options.runs {
+            eprintln!("{} run {}/{} …", input.name, run + 1, options.runs);
+            let (time, rss) =
+                measure(Command::new(&binary).arg("normalize").arg(&input.path).arg("-o").arg(&out).arg("--force"))?;
+            ours.push(time);
+            peak = rss.max(peak);
+            wc.push(measure(Command::new("wc").arg("-l").arg(&input.path))?.0);
+            if !options.no_python {
+                let target = dir.join(format!("{}-python.parquet", input.format));
+                python.push(
+                    measure(Command::new("python3").arg(&baseline).arg(input.format).arg(&input.path).arg(&target))?.0,
+                );
+            }
+        }
+        let manifest: serde_json::Value = serde_json::from_str(&fs::read_to_string(out.join("manifest.json"))?)?;
+        let rows =
+            ["requests", "samples", "cache_events"].iter().filter_map(|t| manifest["rows"][t].as_u64()).sum::<u64>();
+        let output = dir_bytes(&out);
+        let t = median(ours).as_secs_f64();
+        let w = median(wc).as_secs_f64();
+        let p = (!python.is_empty()).then(|| median(python).as_secs_f64());
+        table.push(vec![
+            input.name.to_owned(),
+            format!("{:.0}", bytes as f64 / 1e6),
+            rows.to_string(),
+            format!("{t:.2}"),
+            format!("{:.0}", bytes as f64 / 1e6 / t),
+            format!("{:.0}", rows as f64 / t),
+            peak.map_or("-".to_owned(), |kib| format!("{:.0}", kib as f64 / 1024.0)),
+            format!("{:.2}%", output as f64 * 100.0 / bytes as f64),
+            format!("{:.2}", t / w),
+            p.map_or("-".to_owned(), |p| format!("{:.1}", p / t)),
+        ]);
+    }
+    let headers = [
+        "input",
+        "MB",
+        "rows",
+        "median s",
+        "MB/s",
+        "rows/s",
+        "peak RSS MB",
+        "output/input",
+        "× wc -l",
+        "python ÷ ours",
+    ];
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in &table {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line =
+        |cells: Vec<String>| cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect::<Vec<_>>().join("  ");
+    println!("{}", line(headers.iter().map(|h| (*h).to_owned()).collect()));
+    for row in table {
+        println!("{}", line(row));
+    }
+    println!("medians of {} runs; MB = 10^6 bytes; inputs in {}", options.runs, dir.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse_with_defaults_and_errors() {
+        let defaults = BenchOptions::parse(&[]).unwrap();
+        assert_eq!(
+            (defaults.runs, defaults.log_bytes, defaults.trace_rows, defaults.no_python),
+            (3, 1 << 30, 10_000_000, false)
+        );
+        let given = BenchOptions::parse(&["--runs", "5", "--log-mb", "256", "--rows", "2000", "--no-python"]).unwrap();
+        assert_eq!((given.runs, given.log_bytes, given.trace_rows, given.no_python), (5, 256 << 20, 2000, true));
+        assert!(BenchOptions::parse(&["--runs", "0"]).unwrap_err().to_string().contains("at least 1"));
+        assert!(BenchOptions::parse(&["--runs"]).unwrap_err().to_string().contains("needs a value"));
+        assert!(BenchOptions::parse(&["--fast"]).unwrap_err().to_string().starts_with("unknown bench option --fast"));
+    }
+
+    #[test]
+    fn medians_take_the_middle_run() {
+        let ms = |v: u64| Duration::from_millis(v);
+        assert_eq!(median(vec![ms(30), ms(10), ms(20)]), ms(20));
+        assert_eq!(median(vec![ms(5)]), ms(5));
+    }
+}
