@@ -330,13 +330,11 @@ struct SizeArgs {
 
 impl ParamArgs {
     fn sources(&self) -> infertrace::model::ParamSources {
-        let mut set = self.set.clone();
-        // Strings cannot go through --set: the model and accelerator are applied by `load_params`.
-        set.retain(|_| true);
+        // Strings cannot go through --set: the model and accelerator are applied by `load`.
         infertrace::model::ParamSources {
             file: self.file.clone(),
             from: self.from.clone(),
-            set,
+            set: self.set.clone(),
             catalog: self.catalog.clone(),
             hit_curve: self.hit_curve.clone(),
         }

@@ -29,8 +29,7 @@ pub fn open_datasets(paths: &[PathBuf]) -> Result<Vec<Dataset>> {
 pub fn read_cost_profile(path: &Path) -> Result<CostProfile> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read cost profile {}", path.display()))?;
     let profile: CostProfile = toml::from_str(&text).map_err(|e| {
-        let line = e.span().map_or(1, |span| text[..span.start.min(text.len())].matches('\n').count() + 1);
-        let message = e.message().lines().next().unwrap_or_default().to_owned();
+        let (line, message) = infertrace_model::toml_error(&text, &e);
         anyhow::anyhow!("invalid cost profile {}: line {line}: {message}", path.display())
     })?;
     profile.validate().map_err(|e| anyhow::anyhow!("invalid cost profile {}: {e}", path.display()))?;

@@ -76,14 +76,19 @@ pub fn parse_set(text: &str) -> Result<(String, f64), String> {
     Ok((name.trim().to_owned(), value))
 }
 
+/// The built-in catalog, extended by a user catalog.
+pub fn catalog(extra: Option<&Path>) -> Result<Catalog> {
+    let mut catalog = Catalog::builtin();
+    if let Some(path) = extra {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read catalog {}", path.display()))?;
+        catalog.extend(Catalog::from_toml(&text).map_err(|e| anyhow!("invalid catalog {}: {e}", path.display()))?);
+    }
+    Ok(catalog)
+}
+
 /// Loads the catalog and the parameters from every source.
 pub fn load(sources: &ParamSources) -> Result<Loaded> {
-    let mut catalog = Catalog::builtin();
-    if let Some(path) = &sources.catalog {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read catalog {}", path.display()))?;
-        let user = Catalog::from_toml(&text).map_err(|e| anyhow!("invalid catalog {}: {e}", path.display()))?;
-        catalog.extend(user);
-    }
+    let catalog = catalog(sources.catalog.as_deref())?;
     let measured = if sources.from.is_empty() { None } else { Some(measure(&sources.from)?) };
     let mut merged = toml::Table::new();
     if let Some(m) = &measured {
@@ -630,7 +635,7 @@ pub fn render_sweep(surface: &Surface) -> String {
     out
 }
 
-/// Fails unless exactly the datasets or the file give what sizing needs.
+/// Fails when the parameters name no catalog model and accelerator, which sizing needs.
 pub fn require_hardware(params: &Params) -> Result<()> {
     if params.hardware.is_none() {
         bail!("sizing needs [hardware] (model and accelerator from the catalog); give it in the parameter file");

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
-use infertrace_engine::format::{count, percent, seconds, significant};
+use infertrace_engine::format::{count, percent, seconds};
 use infertrace_engine::read;
 use infertrace_model::Catalog;
 use infertrace_replay::calibrate::{Calibration, Errors, calibrate};
@@ -21,15 +21,7 @@ pub fn read_config(path: &Path) -> Result<Config> {
     Config::from_toml(&text).map_err(|e| anyhow!("invalid configuration {}: {e}", path.display()))
 }
 
-/// The built-in catalog, extended by a user catalog.
-pub fn catalog(extra: Option<&Path>) -> Result<Catalog> {
-    let mut catalog = Catalog::builtin();
-    if let Some(path) = extra {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read catalog {}", path.display()))?;
-        catalog.extend(Catalog::from_toml(&text).map_err(|e| anyhow!("invalid catalog {}: {e}", path.display()))?);
-    }
-    Ok(catalog)
-}
+pub use crate::model::catalog;
 
 /// The request rows of datasets, taken together, durations filled.
 pub fn rows(datasets: &[PathBuf]) -> Result<Vec<RequestRow>> {
@@ -160,6 +152,5 @@ pub fn render_calibration(c: &Calibration) -> String {
         count(c.replays)
     )
     .unwrap();
-    let _ = significant;
     out
 }

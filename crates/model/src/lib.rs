@@ -17,8 +17,9 @@ pub use catalog::{Accelerator, Attention, Catalog, CatalogError, Model};
 pub use eval::{EvalError, Evaluation, evaluate};
 pub use params::{ParamError, Params};
 
-/// The 1-based line and the first line of the message of a TOML error in `text`.
-fn toml_error(text: &str, e: &toml::de::Error) -> (usize, String) {
+/// The 1-based line and the first line of the message of a TOML error in `text`: what a one-line error about a
+/// TOML file the user wrote says (the parameters, the catalog, and the CLI's other TOML inputs).
+pub fn toml_error(text: &str, e: &toml::de::Error) -> (usize, String) {
     let line = e.span().map_or(1, |span| text[..span.start.min(text.len())].matches('\n').count() + 1);
     (line, e.message().lines().next().unwrap_or_default().to_owned())
 }

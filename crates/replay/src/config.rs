@@ -227,9 +227,9 @@ pub enum ConfigError {
 impl Config {
     /// Parses and checks a configuration.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Toml {
-            line: e.span().map_or(1, |span| text[..span.start.min(text.len())].matches('\n').count() + 1),
-            message: e.message().lines().next().unwrap_or_default().to_owned(),
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let (line, message) = infertrace_model::toml_error(text, &e);
+            ConfigError::Toml { line, message }
         })?;
         config.validate()?;
         Ok(config)
