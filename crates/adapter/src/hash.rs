@@ -18,10 +18,18 @@ pub fn chained_block_hashes(tokens: &[u64], block_size: usize) -> Vec<u64> {
         .chunks_exact(block_size)
         .map(|block| {
             bytes.clear();
-            for &token in block {
-                match u32::try_from(token) {
-                    Ok(small) => bytes.extend_from_slice(&small.to_le_bytes()),
-                    Err(_) => bytes.extend_from_slice(&token.to_le_bytes()),
+            if block.iter().all(|&token| token <= u64::from(u32::MAX)) {
+                // The usual case, written without a branch per token.
+                bytes.resize(block.len() * 4, 0);
+                for (out, &token) in bytes.chunks_exact_mut(4).zip(block) {
+                    out.copy_from_slice(&(token as u32).to_le_bytes());
+                }
+            } else {
+                for &token in block {
+                    match u32::try_from(token) {
+                        Ok(small) => bytes.extend_from_slice(&small.to_le_bytes()),
+                        Err(_) => bytes.extend_from_slice(&token.to_le_bytes()),
+                    }
                 }
             }
             previous = xxh3_64_with_seed(&bytes, previous);

@@ -133,13 +133,22 @@ pub(crate) fn parse(message: &str) -> Option<Batch<'_>> {
         }
         return Some(batch);
     }
-    let (rest, mixed) = match HEAD.captures(message) {
-        Some(c) => {
-            (&message[c.get(0).expect("matched").end()..], c.name("mixed").and_then(|m| m.as_str().parse::<f64>().ok()))
-        }
-        // The head-less decode line of pre-0.3 releases.
-        None if message.starts_with("#running-req: ") && message.contains("token usage: ") => (message, None),
-        None => return None,
+    // The plain heads (`Prefill batch, ` / `Decode batch. `) without the regex; the rest goes through it.
+    let plain = ["Prefill batch", "Decode batch"].iter().find_map(|head| {
+        let rest = message.strip_prefix(head)?;
+        rest.strip_prefix(", ").or_else(|| rest.strip_prefix(". "))
+    });
+    let (rest, mixed) = match plain.map(|rest| (rest, None)) {
+        Some(found) => found,
+        None => match HEAD.captures(message) {
+            Some(c) => (
+                &message[c.get(0).expect("matched").end()..],
+                c.name("mixed").and_then(|m| m.as_str().parse::<f64>().ok()),
+            ),
+            // The head-less decode line of pre-0.3 releases.
+            None if message.starts_with("#running-req: ") && message.contains("token usage: ") => (message, None),
+            None => return None,
+        },
     };
     let mut batch = Batch::default();
     if let Some(running) = mixed {

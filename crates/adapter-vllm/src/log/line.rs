@@ -44,7 +44,7 @@
 
 use std::sync::LazyLock;
 
-use infertrace_adapter::fragments::{PyValue, py_value};
+use infertrace_adapter::fragments::{PyValue, int_list, py_value, skip_py_string};
 use regex::Regex;
 
 /// Periodic engine statistics, already converted: percentages are fractions.
@@ -330,33 +330,54 @@ fn parse_received(mut rest: &str) -> Result<Received, &'static str> {
         if key.contains(['(', '[', '\'', '"']) {
             return Err("a Received request field name that is not a name");
         }
-        let (after, value) =
-            py_value(after).map_err(|_| "a Received request value that is cut short or not a Python repr")?;
-        let mut after = after;
-        match key {
-            "sampling params" | "sampling_params" | "params" => {
-                fields.max_tokens =
-                    value.get("max_tokens").and_then(PyValue::as_i64).and_then(|n| u32::try_from(n).ok());
-                // 0.6.3's SamplingParams repr closes before `, guided_decoding=…`: skip such trailing keywords.
-                while let Some(next) = trailing_keyword(after) {
-                    after = next;
-                }
-            }
+        // The two long values take fast paths: the prompt is skipped unread, the ids parsed straight into a vector.
+        // Anything unusual falls through to the general repr parser, which also explains what is wrong.
+        let fast = match key {
+            "prompt" => skip_py_string(after),
             "prompt token ids" | "prompt_token_ids" => {
-                if let PyValue::List(items) = &value {
-                    let ids: Option<Vec<u64>> =
-                        items.iter().map(|v| v.as_i64().and_then(|n| u64::try_from(n).ok())).collect();
-                    fields.prompt_token_ids = Some(ids.ok_or("prompt token ids that are not integers")?);
+                let mut ids = Vec::new();
+                let rest = int_list(after, &mut ids);
+                if rest.is_some() {
+                    fields.prompt_token_ids = Some(ids);
                 }
+                rest
             }
-            _ => {}
-        }
+            _ => None,
+        };
+        let after = match fast {
+            Some(after) => after,
+            None => general_field(key, after, &mut fields)?,
+        };
         rest = match after.strip_prefix(',') {
             Some(next) => next,
             None if after.trim() == "." || after.trim().is_empty() => return Ok(fields),
             None => return Err("a Received request line with unexpected text between fields"),
         };
     }
+}
+
+/// Reads the Python repr of field `key` at the start of `text` into `fields`, returning what follows it.
+fn general_field<'a>(key: &str, text: &'a str, fields: &mut Received) -> Result<&'a str, &'static str> {
+    let (mut after, value) =
+        py_value(text).map_err(|_| "a Received request value that is cut short or not a Python repr")?;
+    match key {
+        "sampling params" | "sampling_params" | "params" => {
+            fields.max_tokens = value.get("max_tokens").and_then(PyValue::as_i64).and_then(|n| u32::try_from(n).ok());
+            // 0.6.3's SamplingParams repr closes before `, guided_decoding=…`: skip such trailing keywords.
+            while let Some(next) = trailing_keyword(after) {
+                after = next;
+            }
+        }
+        "prompt token ids" | "prompt_token_ids" => {
+            if let PyValue::List(items) = &value {
+                let ids: Option<Vec<u64>> =
+                    items.iter().map(|v| v.as_i64().and_then(|n| u64::try_from(n).ok())).collect();
+                fields.prompt_token_ids = Some(ids.ok_or("prompt token ids that are not integers")?);
+            }
+        }
+        _ => {}
+    }
+    Ok(after)
 }
 
 /// `, name=<repr>` at the start of `text`, returning what follows it.
