@@ -1,14 +1,17 @@
 //! Writing and reading a dataset directory: `requests.parquet`, `samples.parquet`, `cache_events.parquet` and
 //! `manifest.json`.
 //!
-//! The writer streams: rows go to Arrow builders, every [`BATCH_ROWS`] rows become a record batch handed to the
-//! Parquet writer, which flushes a row group every [`ROW_GROUP_ROWS`] rows, so memory does not grow with the input.
+//! The writer streams: rows go to Arrow builders, every [`BATCH_ROWS`] rows become a record batch handed through a
+//! bounded channel to the table's encoding thread, whose Parquet writer flushes a row group every [`ROW_GROUP_ROWS`]
+//! rows, so memory does not grow with the input and encoding overlaps with parsing (same bytes as in one thread).
 //! Everything is written into a temporary sibling directory that is renamed into place by [`DatasetWriter::finish`]:
 //! an interrupted run leaves the previous dataset (or nothing), never half of a new one.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
@@ -118,9 +121,14 @@ pub struct DatasetWriter {
 struct TableWriter<T: Table> {
     path: PathBuf,
     builder: T::Builder,
-    writer: Option<ArrowWriter<BufWriter<File>>>,
+    /// Record batches on their way to the encoding thread; `None` once closed.
+    batches: Option<SyncSender<RecordBatch>>,
+    encoder: Option<JoinHandle<Result<()>>>,
     rows: u64,
 }
+
+/// Record batches waiting for the encoding thread: bounds memory at a few batches per table.
+const BATCHES_AHEAD: usize = 2;
 
 impl<T: Table> std::fmt::Debug for TableWriter<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -129,6 +137,9 @@ impl<T: Table> std::fmt::Debug for TableWriter<T> {
 }
 
 impl<T: Table> TableWriter<T> {
+    /// Creates the table's file and starts its encoding thread: Parquet encoding and zstd run beside the parse
+    /// that produces the rows, on the batches in the order they were made, so the bytes are those of a
+    /// single-threaded writer.
     fn create(dir: &Path) -> Result<Self> {
         let path = dir.join(format!("{}.parquet", T::NAME));
         let file = File::create(&path).map_err(io_error("create", &path))?;
@@ -140,9 +151,26 @@ impl<T: Table> TableWriter<T> {
                 KeyValue::new(TABLE_KEY.to_owned(), T::NAME.to_owned()),
             ]))
             .build();
-        let writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
+        let mut writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
             .map_err(|source| DatasetError::Parquet { action: "create", path: path.clone(), source })?;
-        Ok(Self { path, builder: T::Builder::default(), writer: Some(writer), rows: 0 })
+        let (batches, received) = sync_channel::<RecordBatch>(BATCHES_AHEAD);
+        let encoded = path.clone();
+        let encoder = std::thread::Builder::new()
+            .name(format!("encode-{}", T::NAME))
+            .spawn(move || -> Result<()> {
+                let parquet = |action| {
+                    let path = encoded.clone();
+                    move |source| DatasetError::Parquet { action, path, source }
+                };
+                for batch in received {
+                    writer.write(&batch).map_err(parquet("write"))?;
+                }
+                let mut out = writer.into_inner().map_err(parquet("finish"))?;
+                out.flush().map_err(io_error("write", &encoded))?;
+                out.get_ref().sync_all().map_err(io_error("sync", &encoded))
+            })
+            .map_err(io_error("start the encoder of", &path))?;
+        Ok(Self { path, builder: T::Builder::default(), batches: Some(batches), encoder: Some(encoder), rows: 0 })
     }
 
     fn append(&mut self, row: &T) -> Result<()> {
@@ -156,24 +184,28 @@ impl<T: Table> TableWriter<T> {
             return Ok(());
         }
         let batch = self.builder.finish();
-        let writer = self.writer.as_mut().expect("writer is present until close");
-        writer.write(&batch).map_err(|source| DatasetError::Parquet {
-            action: "write",
-            path: self.path.clone(),
-            source,
-        })
+        let sent = self.batches.as_ref().is_some_and(|batches| batches.send(batch).is_ok());
+        // The encoder stops receiving only when it failed: its error is the one to report.
+        if sent { Ok(()) } else { self.join() }
     }
 
     fn close(&mut self) -> Result<()> {
         self.flush()?;
-        let writer = self.writer.take().expect("close is called once");
-        let mut out = writer.into_inner().map_err(|source| DatasetError::Parquet {
-            action: "finish",
-            path: self.path.clone(),
-            source,
-        })?;
-        out.flush().map_err(io_error("write", &self.path))?;
-        out.get_ref().sync_all().map_err(io_error("sync", &self.path))
+        self.join()
+    }
+
+    /// Ends the encoder (after the batches already sent) and returns how it ended.
+    fn join(&mut self) -> Result<()> {
+        self.batches = None;
+        match self.encoder.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => Err(DatasetError::Io {
+                action: "write",
+                path: self.path.clone(),
+                source: io::Error::other("the table was already closed after an error"),
+            }),
+        }
     }
 }
 

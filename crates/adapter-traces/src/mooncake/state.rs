@@ -44,9 +44,10 @@ impl Sessions {
     pub(super) fn get(&mut self, id: &str) -> (Session, bool) {
         self.tick += 1;
         if let Some((session, used)) = self.map.get_mut(id) {
-            self.order.remove(used);
+            // The id's string moves to its new place in the order rather than being copied again.
+            let key = self.order.remove(used).unwrap_or_else(|| id.to_owned());
             *used = self.tick;
-            self.order.insert(self.tick, id.to_owned());
+            self.order.insert(self.tick, key);
             return (*session, false);
         }
         self.started += 1;
