@@ -90,6 +90,7 @@ fn normalize_testdata(root: &Path) -> Result<()> {
             format: None,
             parse: Default::default(),
             force: true,
+            partition_by: None,
         };
         let report = normalize(&options, &indicatif::ProgressBar::hidden())?;
         for mut row in summary::input_rows(&report.manifest) {

@@ -264,6 +264,7 @@ fn write_dataset(
         skipped: source.skipped.clone(),
         merge: source.merge.clone(),
         cache_sim: Some(record),
+        partition_by: None,
         rows: RowCounts::default(),
     })
 }

@@ -18,7 +18,7 @@ use infertrace_adapter::{Adapter, ParseOptions, UtcOffset};
 use infertrace_adapter_mapped::InputKind;
 use infertrace_cache::{Placement, Policy, Sampling};
 use infertrace_engine::{GroupBy, MetricsOptions, Slo};
-use infertrace_schema::CacheTier;
+use infertrace_schema::{CacheTier, PartitionKey};
 
 /// Normalize LLM serving logs, benchmark exports and production traces into one canonical Parquet trace.
 #[derive(Debug, Parser)]
@@ -117,6 +117,28 @@ struct NormalizeArgs {
     /// Replace the output directory if it exists.
     #[arg(long)]
     force: bool,
+    /// Write each table as Hive-style partitions, `<table>/<key>=<value>/part-0.parquet`, that Spark, Trino,
+    /// DuckDB and Polars read as one table: by the UTC day of the row's time, its source, or its instance.
+    #[arg(long, value_enum, value_name = "KEY")]
+    partition_by: Option<PartitionArg>,
+}
+
+/// `--partition-by` keys.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum PartitionArg {
+    Date,
+    Source,
+    Instance,
+}
+
+impl PartitionArg {
+    fn key(self) -> PartitionKey {
+        match self {
+            PartitionArg::Date => PartitionKey::Date,
+            PartitionArg::Source => PartitionKey::Source,
+            PartitionArg::Instance => PartitionKey::Instance,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -599,6 +621,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 format,
                 parse: ParseOptions { year: args.year, utc_offset: args.utc_offset, start_ns: args.start },
                 force: args.force,
+                partition_by: args.partition_by.map(PartitionArg::key),
             };
             let progress = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr()).with_style(
                 ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bytes_per_sec} {wide_msg}")

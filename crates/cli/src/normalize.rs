@@ -9,7 +9,7 @@ use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{Adapter, Diagnostic, DiagnosticKind, Input, ParseContext, ParseOptions, Sink};
 use infertrace_schema::{
     Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, InputEntry, Manifest,
-    Producer, RequestRow, RowCounts, SCHEMA_VERSION, SkippedInput,
+    PartitionKey, Producer, RequestRow, RowCounts, SCHEMA_VERSION, SkippedInput,
 };
 
 use crate::paths::{InputFile, collect_inputs};
@@ -29,6 +29,8 @@ pub struct NormalizeOptions<'a> {
     pub parse: ParseOptions,
     /// Replace an existing output.
     pub force: bool,
+    /// Write Hive-style partitions by this key instead of one file per table.
+    pub partition_by: Option<PartitionKey>,
 }
 
 /// The outcome of a successful run.
@@ -61,6 +63,9 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
         DatasetError::Exists { .. } => anyhow::Error::new(e),
         other => anyhow::Error::new(other).context(format!("cannot write output {}", options.output.display())),
     })?;
+    if let Some(key) = options.partition_by {
+        writer.partition_by(key);
+    }
     let mut entries = Vec::with_capacity(files.len());
     let mut skipped = Vec::new();
     for file in &files {
@@ -92,6 +97,7 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
         skipped,
         merge: None,
         cache_sim: None,
+        partition_by: None,
         rows: RowCounts::default(),
     };
     let manifest =

@@ -77,6 +77,7 @@ pub fn replay_to(
             skipped: Vec::new(),
             merge: None,
             cache_sim: None,
+            partition_by: None,
             rows: RowCounts::default(),
         })?;
         Ok(())

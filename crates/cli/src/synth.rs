@@ -162,6 +162,7 @@ pub fn synth_servegen(options: &ServegenOptions) -> Result<NormalizeReport> {
         skipped,
         merge: None,
         cache_sim: None,
+        partition_by: None,
         rows: RowCounts::default(),
     };
     let manifest =

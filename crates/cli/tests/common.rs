@@ -19,8 +19,14 @@ pub fn run(inputs: &[PathBuf], output: &Path) -> NormalizeReport {
 
 /// Normalizes `inputs` into `output` with `parse` assumptions and auto-detection.
 pub fn run_with(inputs: &[PathBuf], output: &Path, parse: ParseOptions) -> NormalizeReport {
-    let options =
-        NormalizeOptions { inputs: inputs.to_vec(), output: output.to_owned(), format: None, parse, force: false };
+    let options = NormalizeOptions {
+        inputs: inputs.to_vec(),
+        output: output.to_owned(),
+        format: None,
+        parse,
+        force: false,
+        partition_by: None,
+    };
     normalize(&options, &ProgressBar::hidden()).unwrap_or_else(|e| panic!("normalize {inputs:?}: {e:#}"))
 }
 

@@ -22,6 +22,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 use crate::manifest::{Manifest, RowCounts};
+use crate::partition::{PartitionKey, part_files, partition_table, restore_key};
 use crate::table::{Table, TableBuilder};
 use crate::tables::{CacheEvent, EngineSample, RequestRow};
 
@@ -102,7 +103,7 @@ pub enum DatasetError {
 
 type Result<T, E = DatasetError> = std::result::Result<T, E>;
 
-fn io_error<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> DatasetError + 'p {
+pub(crate) fn io_error<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> DatasetError + 'p {
     move |source| DatasetError::Io { action, path: path.to_owned(), source }
 }
 
@@ -115,6 +116,7 @@ pub struct DatasetWriter {
     requests: TableWriter<RequestRow>,
     samples: TableWriter<EngineSample>,
     cache_events: TableWriter<CacheEvent>,
+    partition: Option<PartitionKey>,
     finished: bool,
 }
 
@@ -136,6 +138,19 @@ impl<T: Table> std::fmt::Debug for TableWriter<T> {
     }
 }
 
+/// How every table file is written: zstd level 3, [`ROW_GROUP_ROWS`] rows per row group, and the schema version and
+/// table name in the key-value metadata.
+pub(crate) fn writer_properties<T: Table>() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("3 is a valid zstd level")))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new(SCHEMA_VERSION_KEY.to_owned(), SCHEMA_VERSION.to_string()),
+            KeyValue::new(TABLE_KEY.to_owned(), T::NAME.to_owned()),
+        ]))
+        .build()
+}
+
 impl<T: Table> TableWriter<T> {
     /// Creates the table's file and starts its encoding thread: Parquet encoding and zstd run beside the parse
     /// that produces the rows, on the batches in the order they were made, so the bytes are those of a
@@ -143,14 +158,7 @@ impl<T: Table> TableWriter<T> {
     fn create(dir: &Path) -> Result<Self> {
         let path = dir.join(format!("{}.parquet", T::NAME));
         let file = File::create(&path).map_err(io_error("create", &path))?;
-        let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("3 is a valid zstd level")))
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .set_key_value_metadata(Some(vec![
-                KeyValue::new(SCHEMA_VERSION_KEY.to_owned(), SCHEMA_VERSION.to_string()),
-                KeyValue::new(TABLE_KEY.to_owned(), T::NAME.to_owned()),
-            ]))
-            .build();
+        let properties = writer_properties::<T>();
         let mut writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
             .map_err(|source| DatasetError::Parquet { action: "create", path: path.clone(), source })?;
         let (batches, received) = sync_channel::<RecordBatch>(BATCHES_AHEAD);
@@ -233,8 +241,14 @@ impl DatasetWriter {
             samples: TableWriter::create(&temp_dir)?,
             cache_events: TableWriter::create(&temp_dir)?,
             temp_dir,
+            partition: None,
             finished: false,
         })
+    }
+
+    /// Writes the tables Hive-partitioned by `key` (see [`crate::partition`]) instead of one file each.
+    pub fn partition_by(&mut self, key: PartitionKey) {
+        self.partition = Some(key);
     }
 
     /// Appends one request row.
@@ -263,6 +277,12 @@ impl DatasetWriter {
         self.requests.close()?;
         self.samples.close()?;
         self.cache_events.close()?;
+        if let Some(key) = self.partition {
+            partition_table::<RequestRow>(&self.temp_dir, key)?;
+            partition_table::<EngineSample>(&self.temp_dir, key)?;
+            partition_table::<CacheEvent>(&self.temp_dir, key)?;
+        }
+        manifest.partition_by = self.partition.map(|key| key.as_str().to_owned());
         manifest.rows = self.rows();
         let manifest_path = self.temp_dir.join(MANIFEST_FILE);
         fs::write(&manifest_path, manifest_json(&manifest)).map_err(io_error("write", &manifest_path))?;
@@ -352,14 +372,46 @@ impl Dataset {
     }
 }
 
-/// Reads one table of the dataset at `dir` into a single batch, checking its schema version.
+/// Reads one table of the dataset at `dir` into a single batch, checking its schema version: `<table>.parquet`, or
+/// every part of a partitioned `<table>/` with its partition column restored.
 pub fn read_table<T: Table>(dir: &Path) -> Result<RecordBatch> {
     let path = dir.join(format!("{}.parquet", T::NAME));
+    let root = dir.join(T::NAME);
+    if !path.exists() && root.is_dir() {
+        let mut batches = Vec::new();
+        for (file, key, value) in part_files(&root)? {
+            let (_, read) = read_file(&file)?;
+            for batch in read {
+                let restored = restore_key::<T>(batch, &key, value.as_deref()).map_err(|e| DatasetError::Parquet {
+                    action: "decode",
+                    path: file.clone(),
+                    source: e.into(),
+                })?;
+                batches.push(restored);
+            }
+        }
+        let schema = batches.first().map_or_else(T::schema, RecordBatch::schema);
+        return concat_batches(&schema, &batches).map_err(|e| DatasetError::Parquet {
+            action: "decode",
+            path: root,
+            source: e.into(),
+        });
+    }
+    let (schema, batches) = read_file(&path)?;
+    concat_batches(&schema, &batches).map_err(|e| DatasetError::Parquet {
+        action: "decode",
+        path,
+        source: parquet::errors::ParquetError::from(e),
+    })
+}
+
+/// The batches of one table file, after checking its schema version.
+fn read_file(path: &Path) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)> {
     let parquet_error = |action| {
-        let path = path.clone();
+        let path = path.to_owned();
         move |source| DatasetError::Parquet { action, path, source }
     };
-    let file = File::open(&path).map_err(io_error("open", &path))?;
+    let file = File::open(path).map_err(io_error("open", path))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_error("read"))?;
     let version = builder
         .metadata()
@@ -367,9 +419,9 @@ pub fn read_table<T: Table>(dir: &Path) -> Result<RecordBatch> {
         .key_value_metadata()
         .and_then(|kvs| kvs.iter().find(|kv| kv.key == SCHEMA_VERSION_KEY))
         .and_then(|kv| kv.value.as_deref()?.parse::<u32>().ok())
-        .ok_or_else(|| DatasetError::NotInfertrace { path: path.clone() })?;
+        .ok_or_else(|| DatasetError::NotInfertrace { path: path.to_owned() })?;
     if version > SCHEMA_VERSION {
-        return Err(DatasetError::NewerSchema { path, found: version, supported: SCHEMA_VERSION });
+        return Err(DatasetError::NewerSchema { path: path.to_owned(), found: version, supported: SCHEMA_VERSION });
     }
     let schema = builder.schema().clone();
     let batches = builder
@@ -377,5 +429,5 @@ pub fn read_table<T: Table>(dir: &Path) -> Result<RecordBatch> {
         .map_err(parquet_error("read"))?
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| parquet_error("decode")(parquet::errors::ParquetError::from(e)))?;
-    concat_batches(&schema, &batches).map_err(|e| parquet_error("decode")(parquet::errors::ParquetError::from(e)))
+    Ok((schema, batches))
 }

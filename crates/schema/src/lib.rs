@@ -16,6 +16,7 @@ pub mod docs;
 mod kind;
 mod manifest;
 pub mod metrics;
+pub mod partition;
 pub mod render;
 mod table;
 mod tables;
@@ -30,6 +31,7 @@ pub use manifest::{
     Assumptions, CacheSimModel, CacheSimRecord, CacheSimTier, DiagnosticSample, DiagnosticSummary, InputEntry,
     KindSummary, MANIFEST_FIELDS, Manifest, MergeRecord, Producer, RowCounts, SkippedInput, YearAssumption, YearSource,
 };
+pub use partition::PartitionKey;
 pub use table::{ColumnDoc, Table, TableBuilder};
 pub use tables::{
     CacheEvent, CacheEventsBuilder, EngineSample, NegativeDurations, RequestRow, RequestsBuilder, SamplesBuilder,

@@ -30,6 +30,10 @@ pub struct Manifest {
     /// What `infertrace cache-sim` simulated to fill the cache columns; absent from other datasets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_sim: Option<CacheSimRecord>,
+    /// The Hive partition key of the tables (`date`, `source` or `instance`): each table is a directory
+    /// `<table>/<key>=<value>/part-0.parquet` rather than `<table>.parquet`; absent when unpartitioned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_by: Option<String>,
     /// Rows per table in the whole dataset.
     pub rows: RowCounts,
 }
@@ -330,6 +334,11 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     ("cache_sim.rows_without_hashes", "Request rows left out; their cache columns are null."),
     ("cache_sim.input_tokens", "Σ`input_tokens` of the simulated rows (blocks × `block_size` where null)."),
     ("cache_sim.hit_tokens", "Σ`cached_tokens` written."),
+    (
+        "partition_by",
+        "Hive partition key of the tables: `date`, `source` or `instance` (each table a directory \
+         `<table>/<key>=<value>/part-0.parquet`); absent when unpartitioned.",
+    ),
     ("rows.requests", "Rows of `requests.parquet`."),
     ("rows.samples", "Rows of `samples.parquet`."),
     ("rows.cache_events", "Rows of `cache_events.parquet`."),

@@ -28,6 +28,7 @@ fn manifest() -> Manifest {
         skipped: vec![],
         merge: None,
         cache_sim: None,
+        partition_by: None,
         rows: RowCounts::default(),
     }
 }
