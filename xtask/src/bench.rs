@@ -265,6 +265,74 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         println!("{}", line(row));
     }
     println!("medians of {} runs; MB = 10^6 bytes; inputs in {}", options.runs, dir.display());
+    simulations(root, &binary, &dir, options.runs)
+}
+
+/// Requests of the Mooncake conversation trace in `testdata/`, which the simulations replay.
+const CONVERSATION_REQUESTS: f64 = 12_031.0;
+/// Requests per second Dynamo's mocker replays (`docs/replay.md`), the anchor for `replay`.
+const MOCKER_REQUESTS_PER_S: f64 = 770.0;
+
+/// Times `cache-sim`, `mrc` and `replay` (whole commands, wall time) on the Mooncake conversation trace of
+/// `testdata/`, the runs `docs/replay.md` describes, and prints simulated requests per second.
+fn simulations(root: &Path, binary: &Path, dir: &Path, runs: usize) -> Result<()> {
+    let trace = root.join("testdata/mooncake/fast25/conversation_trace.jsonl.zst");
+    let dataset = dir.join("conversation");
+    measure(
+        Command::new(binary)
+            .arg("normalize")
+            .arg(&trace)
+            .args(["--start", "2024-01-01T00:00:00Z", "--force", "-o"])
+            .arg(&dataset),
+    )?;
+    let config = dir.join("h100x8.toml");
+    fs::write(
+        &config,
+        "[hardware]\nmodel = \"Llama-3.1-8B\"\naccelerator = \"H100\"\n[cluster]\ninstances = 8\nrouting = \"least-loaded\"\n",
+    )?;
+    let replayed = dir.join("conversation-replay");
+    let commands: Vec<(&str, Vec<std::ffi::OsString>)> = vec![
+        (
+            "cache-sim, 3 tiers",
+            vec![
+                "cache-sim".into(),
+                dataset.clone().into(),
+                "--tier".into(),
+                "gpu=500k".into(),
+                "--tier".into(),
+                "cpu=3M".into(),
+                "--tier".into(),
+                "disk=20M".into(),
+            ],
+        ),
+        ("mrc, exact", vec!["mrc".into(), dataset.clone().into(), "--exact".into()]),
+        (
+            "replay, 8 × H100",
+            vec![
+                "replay".into(),
+                dataset.clone().into(),
+                "--config".into(),
+                config.into(),
+                "-o".into(),
+                replayed.into(),
+                "--force".into(),
+            ],
+        ),
+    ];
+    println!();
+    println!("{:>20}  {:>8}  {:>14}  {:>12}", "simulation", "median s", "requests/s", "÷ mocker");
+    for (name, args) in commands {
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            times.push(measure(Command::new(binary).args(&args))?.0);
+        }
+        let t = median(times).as_secs_f64();
+        let rate = CONVERSATION_REQUESTS / t;
+        let versus =
+            if name.starts_with("replay") { format!("{:.0}", rate / MOCKER_REQUESTS_PER_S) } else { "-".into() };
+        println!("{name:>20}  {t:>8.2}  {rate:>14.0}  {versus:>12}");
+    }
+    println!("the Mooncake conversation trace ({CONVERSATION_REQUESTS} requests), whole commands including I/O");
     Ok(())
 }
 

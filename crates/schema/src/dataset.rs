@@ -15,13 +15,13 @@ use std::thread::JoinHandle;
 
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
+use arrow::datatypes::DataType;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use arrow::datatypes::DataType;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::schema::types::ColumnPath;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use crate::manifest::{Manifest, RowCounts};
 use crate::partition::{PartitionKey, part_files, partition_table, restore_key};
