@@ -404,23 +404,24 @@ pub fn pairs(text: &str, separator: char) -> Vec<(&str, &str)> {
 /// `text` split at commas outside brackets and quotes.
 fn split_top_level(text: &str) -> Vec<&str> {
     let mut items = Vec::new();
-    let (mut depth, mut quote, mut escaped, mut start) = (0usize, None::<char>, false, 0);
-    for (i, c) in text.char_indices() {
+    let (mut depth, mut quote, mut escaped, mut start) = (0usize, None::<u8>, false, 0);
+    // Bytes rather than characters: every delimiter is ASCII, and no byte of a multi-byte character is.
+    for (i, &c) in text.as_bytes().iter().enumerate() {
         match quote {
             Some(q) => {
                 if escaped {
                     escaped = false;
-                } else if c == '\\' {
+                } else if c == b'\\' {
                     escaped = true;
                 } else if c == q {
                     quote = None;
                 }
             }
             None => match c {
-                '\'' | '"' => quote = Some(c),
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' | '}' => depth = depth.saturating_sub(1),
-                ',' if depth == 0 => {
+                b'\'' | b'"' => quote = Some(c),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                b',' if depth == 0 => {
                     items.push(&text[start..i]);
                     start = i + 1;
                 }
