@@ -18,6 +18,9 @@ pub(crate) const BLOCK_SIZE: u32 = 16;
 pub(crate) const OPEN_REQUEST_GRACE_NS: i64 = 600 * NANOS_PER_SEC;
 /// At most this many requests are held open; past it the oldest is written early, with a diagnostic.
 pub(crate) const MAX_OPEN_REQUESTS: usize = 100_000;
+/// At most this many bytes of prefix hashes are held in open requests (4 M prompt blocks, 64 M tokens); past it
+/// the oldest is written early, with a diagnostic, so memory stays bounded whatever the prompts' length.
+pub(crate) const MAX_OPEN_HASH_BYTES: usize = 32 << 20;
 /// Ids of requests already written, remembered to recognise repeated abort lines (0.8.5+ logs two per abort).
 const RECENTLY_CLOSED: usize = 4096;
 
@@ -242,8 +245,12 @@ pub(crate) fn emit_stats(
 }
 
 /// Requests seen but not yet written, in the order they were first seen.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct OpenRequests {
+    /// Bytes of prefix hashes held open past which the oldest request is written ([`MAX_OPEN_HASH_BYTES`]).
+    hash_budget: usize,
+    /// Bytes of prefix hashes in `open`.
+    hash_bytes: usize,
     open: HashMap<String, RequestRow>,
     /// Open requests that no access line has been given to yet.
     without_http: HashSet<String>,
@@ -263,6 +270,25 @@ pub(crate) enum Event {
     Finished,
     /// `Aborted request`, `Aborted request(s)`, `Request … aborted`.
     Aborted,
+}
+
+impl Default for OpenRequests {
+    fn default() -> Self {
+        Self {
+            hash_budget: MAX_OPEN_HASH_BYTES,
+            hash_bytes: 0,
+            open: HashMap::new(),
+            without_http: HashSet::new(),
+            order: VecDeque::new(),
+            closed: HashSet::new(),
+            closed_order: VecDeque::new(),
+        }
+    }
+}
+
+/// Bytes the prefix hashes of `row` take.
+fn hash_bytes(row: &RequestRow) -> usize {
+    row.prefix_hashes.as_ref().map_or(0, |h| h.len() * size_of::<u64>())
 }
 
 impl OpenRequests {
@@ -320,9 +346,11 @@ impl OpenRequests {
                 row.max_tokens = fields.max_tokens;
             }
             if let Some(ids) = &fields.prompt_token_ids {
+                self.hash_bytes -= hash_bytes(row);
                 row.input_tokens = u32::try_from(ids.len()).ok();
                 row.prefix_hashes = Some(chained_block_hashes(ids, BLOCK_SIZE as usize));
                 row.block_size = Some(BLOCK_SIZE);
+                self.hash_bytes += hash_bytes(row);
             }
         }
         row.source_line = Some(line);
@@ -362,6 +390,7 @@ impl OpenRequests {
 
     fn close(&mut self, key: &str, sink: &mut dyn Sink) -> Result<(), DatasetError> {
         let Some(row) = self.open.remove(key) else { return Ok(()) };
+        self.hash_bytes -= hash_bytes(&row);
         self.without_http.remove(key);
         if self.closed_order.len() == RECENTLY_CLOSED
             && let Some(old) = self.closed_order.pop_front()
@@ -377,7 +406,7 @@ impl OpenRequests {
     pub(crate) fn expire(&mut self, now: i64, line: u64, sink: &mut dyn Sink) -> Result<(), DatasetError> {
         while let Some((key, seen)) = self.order.front() {
             let stale = *seen != i64::MIN && now.saturating_sub(*seen) > OPEN_REQUEST_GRACE_NS;
-            let over = self.open.len() > MAX_OPEN_REQUESTS;
+            let over = self.open.len() > MAX_OPEN_REQUESTS || self.hash_bytes > self.hash_budget;
             if !self.open.contains_key(key) {
                 self.order.pop_front(); // Already closed.
                 continue;
@@ -390,7 +419,11 @@ impl OpenRequests {
                 sink.diagnostic(Diagnostic::new(
                     line,
                     DiagnosticKind::Inconsistent,
-                    format!("more than {MAX_OPEN_REQUESTS} requests open: the oldest was written before its end"),
+                    format!(
+                        "more than {MAX_OPEN_REQUESTS} requests or {} MiB of prefix hashes open: the oldest was \
+                         written before its end",
+                        self.hash_budget >> 20
+                    ),
                 ));
             }
             self.close(&key, sink)?;
@@ -404,5 +437,52 @@ impl OpenRequests {
             self.close(&key, sink)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use infertrace_adapter::{CollectSink, ParseOptions};
+
+    use super::*;
+
+    /// Received lines of `tokens`-token prompts, one a second, none ever finishing.
+    fn receive(open: &mut OpenRequests, requests: u64, tokens: u64, sink: &mut CollectSink) {
+        let options = ParseOptions::default();
+        let ctx = ParseContext { source_file: "x.log", options: &options, modified: None };
+        for n in 0..requests {
+            let fields = Received { max_tokens: None, prompt_token_ids: Some((0..tokens).collect()) };
+            let time = Some(i64::try_from(n).unwrap() * NANOS_PER_SEC);
+            open.apply(Event::Received, &format!("r{n}"), Some(&fields), time, n + 1, &ctx, sink).unwrap();
+            open.expire(time.unwrap(), n + 1, sink).unwrap();
+        }
+    }
+
+    #[test]
+    fn open_prefix_hashes_stay_within_their_budget() {
+        // 1,600-token prompts hold 100 hashes, 800 bytes each; a budget of 2,000 bytes keeps two open.
+        let mut open = OpenRequests { hash_budget: 2_000, ..OpenRequests::default() };
+        let mut sink = CollectSink::default();
+        receive(&mut open, 5, 1_600, &mut sink);
+        assert_eq!(open.open.len(), 2);
+        assert_eq!(open.hash_bytes, 1_600);
+        // r0, r1, r2 written early, each when a third request went over the budget, each with a diagnostic.
+        let written: Vec<&str> = sink.requests.iter().map(|r| r.request_id.as_str()).collect();
+        assert_eq!(written, ["r0", "r1", "r2"]);
+        assert_eq!(sink.diagnostics.iter().map(|d| d.line).collect::<Vec<_>>(), [3, 4, 5]);
+        assert!(sink.diagnostics[0].message.contains("MiB of prefix hashes open"), "{:?}", sink.diagnostics[0]);
+        open.finish(&mut sink).unwrap();
+        assert_eq!(open.hash_bytes, 0);
+        assert_eq!(sink.requests.len(), 5);
+    }
+
+    #[test]
+    fn short_prompts_never_touch_the_budget() {
+        let mut open = OpenRequests::default();
+        let mut sink = CollectSink::default();
+        receive(&mut open, 50, 30_000, &mut sink);
+        // 50 prompts of 30,000 tokens: 50 × 1,875 hashes × 8 bytes = 750,000 bytes, far below 32 MiB.
+        assert_eq!((open.open.len(), open.hash_bytes), (50, 750_000));
+        assert!(sink.diagnostics.is_empty() && sink.requests.is_empty());
     }
 }
