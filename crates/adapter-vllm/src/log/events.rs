@@ -452,9 +452,9 @@ mod tests {
         let ctx = ParseContext { source_file: "x.log", options: &options, modified: None };
         for n in 0..requests {
             let fields = Received { max_tokens: None, prompt_token_ids: Some((0..tokens).collect()) };
-            let time = Some(i64::try_from(n).unwrap() * NANOS_PER_SEC);
-            open.apply(Event::Received, &format!("r{n}"), Some(&fields), time, n + 1, &ctx, sink).unwrap();
-            open.expire(time.unwrap(), n + 1, sink).unwrap();
+            let time = i64::try_from(n).unwrap() * NANOS_PER_SEC;
+            open.apply(Event::Received, &format!("r{n}"), Some(&fields), Some(time), n + 1, &ctx, sink).unwrap();
+            open.expire(time, n + 1, sink).unwrap();
         }
     }
 
