@@ -4,6 +4,8 @@
 //! The writer streams: rows go to Arrow builders, every [`BATCH_ROWS`] rows become a record batch handed through a
 //! bounded channel to the table's encoding thread, whose Parquet writer flushes a row group every [`ROW_GROUP_ROWS`]
 //! rows, so memory does not grow with the input and encoding overlaps with parsing (same bytes as in one thread).
+//! Rows with long lists (prefix hashes of 30,000-token prompts) end a batch after [`BATCH_LIST_BYTES`] and a row
+//! group after [`ROW_GROUP_BYTES`], so they cannot make memory grow either.
 //! Everything is written into a temporary sibling directory that is renamed into place by [`DatasetWriter::finish`]:
 //! an interrupted run leaves the previous dataset (or nothing), never half of a new one.
 
@@ -40,6 +42,10 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub const BATCH_ROWS: usize = 8192;
 /// Rows per Parquet row group.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
+/// Bytes a row group holds at most before it is written (encoded size), whatever its rows.
+pub const ROW_GROUP_BYTES: usize = 32 << 20;
+/// Bytes of list values (prefix hashes) the builders hold at most before they become a record batch.
+pub const BATCH_LIST_BYTES: usize = 8 << 20;
 
 /// Why a dataset could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +131,9 @@ pub struct DatasetWriter {
 struct TableWriter<T: Table> {
     path: PathBuf,
     builder: T::Builder,
+    /// Bytes of a row's list values, summed in `list_bytes` to end a batch early.
+    bytes_of: fn(&T) -> usize,
+    list_bytes: usize,
     /// Record batches on their way to the encoding thread; `None` once closed.
     batches: Option<SyncSender<RecordBatch>>,
     encoder: Option<JoinHandle<Result<()>>>,
@@ -176,7 +185,7 @@ impl<T: Table> TableWriter<T> {
     /// Creates the table's file and starts its encoding thread: Parquet encoding and zstd run beside the parse
     /// that produces the rows, on the batches in the order they were made, so the bytes are those of a
     /// single-threaded writer.
-    fn create(dir: &Path) -> Result<Self> {
+    fn create(dir: &Path, bytes_of: fn(&T) -> usize) -> Result<Self> {
         let path = dir.join(format!("{}.parquet", T::NAME));
         let file = File::create(&path).map_err(io_error("create", &path))?;
         let properties = writer_properties::<T>();
@@ -193,19 +202,32 @@ impl<T: Table> TableWriter<T> {
                 };
                 for batch in received {
                     writer.write(&batch).map_err(parquet("write"))?;
+                    // A row group is also closed by size, so long prefix-hash lists cannot make it hold the table.
+                    if writer.in_progress_size() > ROW_GROUP_BYTES {
+                        writer.flush().map_err(parquet("write"))?;
+                    }
                 }
                 let mut out = writer.into_inner().map_err(parquet("finish"))?;
                 out.flush().map_err(io_error("write", &encoded))?;
                 out.get_ref().sync_all().map_err(io_error("sync", &encoded))
             })
             .map_err(io_error("start the encoder of", &path))?;
-        Ok(Self { path, builder: T::Builder::default(), batches: Some(batches), encoder: Some(encoder), rows: 0 })
+        Ok(Self {
+            path,
+            builder: T::Builder::default(),
+            bytes_of,
+            list_bytes: 0,
+            batches: Some(batches),
+            encoder: Some(encoder),
+            rows: 0,
+        })
     }
 
     fn append(&mut self, row: &T) -> Result<()> {
         self.builder.append(row);
         self.rows += 1;
-        if self.builder.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
+        self.list_bytes += (self.bytes_of)(row);
+        if self.builder.len() >= BATCH_ROWS || self.list_bytes >= BATCH_LIST_BYTES { self.flush() } else { Ok(()) }
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -213,6 +235,7 @@ impl<T: Table> TableWriter<T> {
             return Ok(());
         }
         let batch = self.builder.finish();
+        self.list_bytes = 0;
         let sent = self.batches.as_ref().is_some_and(|batches| batches.send(batch).is_ok());
         // The encoder stops receiving only when it failed: its error is the one to report.
         if sent { Ok(()) } else { self.join() }
@@ -258,9 +281,11 @@ impl DatasetWriter {
         Ok(Self {
             final_dir: dir.to_owned(),
             replace,
-            requests: TableWriter::create(&temp_dir)?,
-            samples: TableWriter::create(&temp_dir)?,
-            cache_events: TableWriter::create(&temp_dir)?,
+            requests: TableWriter::create(&temp_dir, |row: &RequestRow| {
+                row.prefix_hashes.as_ref().map_or(0, |hashes| hashes.len() * size_of::<u64>())
+            })?,
+            samples: TableWriter::create(&temp_dir, |_| 0)?,
+            cache_events: TableWriter::create(&temp_dir, |_| 0)?,
             temp_dir,
             partition: None,
             finished: false,

@@ -23,8 +23,8 @@ mod tables;
 mod vocab;
 
 pub use dataset::{
-    BATCH_ROWS, Dataset, DatasetError, DatasetWriter, MANIFEST_FILE, ROW_GROUP_ROWS, SCHEMA_VERSION,
-    SCHEMA_VERSION_KEY, TABLE_KEY, manifest_json, read_table,
+    BATCH_LIST_BYTES, BATCH_ROWS, Dataset, DatasetError, DatasetWriter, MANIFEST_FILE, ROW_GROUP_BYTES, ROW_GROUP_ROWS,
+    SCHEMA_VERSION, SCHEMA_VERSION_KEY, TABLE_KEY, manifest_json, read_table,
 };
 pub use kind::{ColumnKind, Dict, F64, TIME_ZONE, Text, Time, U16, U32, U64, U64List, Utf8};
 pub use manifest::{
