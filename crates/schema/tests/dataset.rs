@@ -316,6 +316,7 @@ fn manifest_field_docs_match_what_is_serialized() {
         columns: [("ttft_s".to_owned(), [("aiperf".to_owned(), 1)].into_iter().collect())].into_iter().collect(),
         ..Default::default()
     });
+    m.partition_by = Some("date".to_owned());
     m.cache_sim = Some(infertrace_schema::CacheSimRecord {
         tiers: vec![infertrace_schema::CacheSimTier::default()],
         model: Some(infertrace_schema::CacheSimModel::default()),
