@@ -264,6 +264,7 @@ fn write_dataset(
         skipped: source.skipped.clone(),
         merge: source.merge.clone(),
         cache_sim: Some(record),
+        hash_salt: source.hash_salt,
         rows: RowCounts::default(),
     })
 }

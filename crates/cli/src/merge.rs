@@ -73,6 +73,7 @@ pub fn merge(args: &MergeArgs) -> Result<Manifest> {
             skipped: datasets.iter().flat_map(|d| d.manifest.skipped.iter().cloned()).collect(),
             merge: Some(record),
             cache_sim: None,
+            hash_salt: datasets.iter().find_map(|d| d.manifest.hash_salt),
             rows: RowCounts::default(),
         })
     };

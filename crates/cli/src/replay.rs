@@ -77,6 +77,7 @@ pub fn replay_to(
             skipped: Vec::new(),
             merge: None,
             cache_sim: None,
+            hash_salt: opened.iter().find_map(|d| d.manifest.hash_salt),
             rows: RowCounts::default(),
         })?;
         Ok(())

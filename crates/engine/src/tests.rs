@@ -33,6 +33,7 @@ pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample
         skipped: Vec::new(),
         merge: None,
         cache_sim: None,
+        hash_salt: None,
         rows: RowCounts::default(),
     };
     writer.finish(manifest).unwrap();

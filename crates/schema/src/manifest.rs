@@ -30,8 +30,20 @@ pub struct Manifest {
     /// What `infertrace cache-sim` simulated to fill the cache columns; absent from other datasets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_sim: Option<CacheSimRecord>,
+    /// How prefix and block hashes were keyed by `--hash-salt`; absent when they were not. Never the salt itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_salt: Option<HashSalt>,
     /// Rows per table in the whole dataset.
     pub rows: RowCounts,
+}
+
+/// How `normalize --hash-salt` keyed the hashes of a dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HashSalt {
+    /// Every `prefix_hashes` element and every `block_hash` and `parent_hash` became `xxh3_64(h as little-endian
+    /// bytes, seed xxh3_64(salt))`: equal within the dataset, unrelated to any other salt's.
+    #[serde(rename = "keyed")]
+    Keyed,
 }
 
 /// What `infertrace cache-sim` did: the dataset it read, the cache it simulated and what that cache served.
@@ -330,6 +342,10 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     ("cache_sim.rows_without_hashes", "Request rows left out; their cache columns are null."),
     ("cache_sim.input_tokens", "Σ`input_tokens` of the simulated rows (blocks × `block_size` where null)."),
     ("cache_sim.hit_tokens", "Σ`cached_tokens` written."),
+    (
+        "hash_salt",
+        "`keyed` when `--hash-salt` keyed every prefix and block hash (the salt is never stored); absent otherwise.",
+    ),
     ("rows.requests", "Rows of `requests.parquet`."),
     ("rows.samples", "Rows of `samples.parquet`."),
     ("rows.cache_events", "Rows of `cache_events.parquet`."),

@@ -116,6 +116,7 @@ pub fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> D
         skipped: Vec::new(),
         merge: None,
         cache_sim: None,
+        hash_salt: None,
         rows: RowCounts::default(),
     };
     writer.finish(manifest).unwrap();
