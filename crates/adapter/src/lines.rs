@@ -229,4 +229,34 @@ mod tests {
             "a real line with these bytes is not too long"
         );
     }
+
+    proptest::proptest! {
+        /// Whatever the bytes, buffer size and limit: one line per newline-separated segment, each either the
+        /// segment (ending stripped) when it fits the limit, or the too-long marker.
+        #[test]
+        fn lines_are_the_segments_or_too_long(
+            bytes in proptest::collection::vec(proptest::prop_oneof![proptest::prelude::any::<u8>(), proptest::prelude::Just(b'\n')], 0..400),
+            capacity in 1usize..20,
+            limit in 0usize..40,
+        ) {
+            let mut expected: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+            if bytes.is_empty() || bytes.ends_with(b"\n") {
+                expected.pop();
+            }
+            let mut reader = LineReader::with_limit(io::BufReader::with_capacity(capacity, &bytes[..]), limit);
+            let mut n = 0;
+            while let Some((number, line)) = reader.next_bytes().unwrap() {
+                let segment = expected[n];
+                let segment = segment.strip_suffix(b"\r").unwrap_or(segment);
+                n += 1;
+                proptest::prop_assert_eq!(number, n as u64);
+                if segment.len() > limit {
+                    proptest::prop_assert!(std::ptr::eq(line, OVERLONG));
+                } else {
+                    proptest::prop_assert_eq!(line, segment);
+                }
+            }
+            proptest::prop_assert_eq!(n, expected.len());
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //! over an existing one; after every kill the output is checked: absent (fresh), the previous dataset (force), or
 //! the complete new one. A replacement killed between its two renames leaves the previous dataset aside, which the
 //! next run puts back: that state counts as "previous" once the next run has restored it.
+#![allow(clippy::print_stderr)]
 
 use std::fs;
 use std::path::Path;

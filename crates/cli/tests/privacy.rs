@@ -5,6 +5,7 @@
 //! sequence 918273, 918274, … in every token-id list, and extra lines that carry both where a number or a record is
 //! expected. The planted input is normalized by the binary, and then every value of every column of every table,
 //! the manifest, stdout and stderr are searched. `--show-lines` is the one way to see the lines, on stderr only.
+#![allow(clippy::print_stderr)]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //!
 //! Content never fails a run (exit 0, diagnostics in the manifest); only I/O does (exit 2, one line naming the file,
 //! and no dataset left behind).
+#![allow(clippy::print_stderr)]
 
 mod common;
 
