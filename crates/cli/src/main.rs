@@ -906,8 +906,13 @@ fn print_summary(out: &mut impl io::Write, report: &NormalizeReport) -> Result<(
         eprintln!("warning: {line}");
     }
     for shown in &report.shown_lines {
-        // Escaped, so that a line cannot drive the terminal.
-        eprintln!("line {}:{} ({}): {}", shown.path, shown.line, shown.kind, shown.text.escape_debug());
+        // Control characters escaped, so that a line cannot drive the terminal.
+        let text: String = shown
+            .text
+            .chars()
+            .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+            .collect();
+        eprintln!("line {}:{} ({}): {text}", shown.path, shown.line, shown.kind);
     }
     Ok(())
 }

@@ -260,3 +260,26 @@ fn no_canary_text_or_token_id_reaches_any_output_of_any_format() {
     assert!(failures.is_empty(), "canaries reached outputs:\n{}", failures.join("\n"));
     assert_eq!(planted_somewhere, ADAPTERS.len() + 2, "every format's input carried the canary");
 }
+
+#[test]
+fn show_lines_prints_the_offending_lines_to_stderr_with_control_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("a.jsonl");
+    let text = "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [0, 1]}\n\
+                not json \x1b[31m red\n{\"timestamp\": 1}\n";
+    fs::write(&input, text).unwrap();
+    let out = dir.path().join("out");
+    let output = infertrace(&["normalize", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "--show-lines"]);
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let shown: Vec<&str> = stderr.lines().filter(|l| l.starts_with("line ")).collect();
+    assert_eq!(
+        shown,
+        [
+            "line a.jsonl:2 (malformed-json): not json \\u{1b}[31m red",
+            "line a.jsonl:3 (missing-field): {\"timestamp\": 1}"
+        ]
+    );
+    let manifest = fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(!manifest.contains("not json") && !manifest.contains("31m red"), "{manifest}");
+}
