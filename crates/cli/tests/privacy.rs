@@ -235,6 +235,11 @@ fn no_canary_text_or_token_id_reaches_any_output_of_any_format() {
         );
         eprintln!("{id:24} {carries:>3} canaries, ids {carries_ids:5}, {rows:>5} rows ({original_rows:>5} unplanted)");
         let mut found = leaks(&out);
+        // The input was named by an absolute path: the manifest records it relative, never the machine's path.
+        let manifest = fs::read_to_string(out.join("manifest.json")).unwrap();
+        if manifest.contains(dir.path().to_str().unwrap()) {
+            found.push(format!("manifest.json: an absolute path {}", dir.path().display()));
+        }
         for (stream, text) in [("stdout", &stdout), ("stderr", &stderr)] {
             if text.contains("CANARY") || text.contains(&FIRST_ID.to_string()) {
                 found.push(format!("{stream}: {text}"));
