@@ -90,7 +90,7 @@ fn normalize_testdata(root: &Path) -> Result<()> {
             format: None,
             parse: Default::default(),
             force: true,
-            partition_by: None,
+            ..Default::default()
         };
         let report = normalize(&options, &indicatif::ProgressBar::hidden())?;
         for mut row in summary::input_rows(&report.manifest) {
@@ -106,8 +106,9 @@ fn normalize_testdata(root: &Path) -> Result<()> {
 }
 
 /// Directories of `testdata/` that are not `normalize` inputs: `invalid/` must fail, `traces-full/` holds whole corpus
-/// files for the aggregate tests, `synth/` statistics for `infertrace synth`, `mapped/` inputs that need `--map`.
-const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped"];
+/// files for the aggregate tests, `synth/` statistics for `infertrace synth`, `mapped/` inputs that need `--map`,
+/// `datasets/` datasets kept to guard reading older schema versions.
+const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped", "datasets"];
 
 fn collect(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<()> {
     for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {

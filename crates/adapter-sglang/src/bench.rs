@@ -101,8 +101,13 @@ impl<'de> Deserialize<'de> for Run {
                         }
                         _ => {
                             r.tagged |= key == "tag";
-                            if let Scalar(Some(value)) = map.next_value()? {
-                                r.summary.insert(key, value);
+                            match map.next_value()? {
+                                // Text under a text key could quote a request: not copied.
+                                Scalar(Some(Value::String(_))) if json::is_free_text_key(&key) => {}
+                                Scalar(Some(value)) => {
+                                    r.summary.insert(key, value);
+                                }
+                                Scalar(None) => {}
                             }
                         }
                     }

@@ -24,6 +24,8 @@ pub enum DiagnosticKind {
     MalformedRecord,
     /// The row was kept, but its fields contradict each other or the format's rules.
     Inconsistent,
+    /// The line is longer than the line length limit; it was skipped up to its newline without being read whole.
+    LineTooLong,
 }
 
 impl DiagnosticKind {
@@ -39,6 +41,7 @@ impl DiagnosticKind {
             DiagnosticKind::NotARecord => "not-a-record",
             DiagnosticKind::MalformedRecord => "malformed-record",
             DiagnosticKind::Inconsistent => "inconsistent",
+            DiagnosticKind::LineTooLong => "line-too-long",
         }
     }
 }

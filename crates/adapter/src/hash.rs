@@ -5,7 +5,7 @@
 //! full blocks are hashed, as engines cache only full blocks. Equal hashes therefore mean an equal token prefix, and
 //! no token id can be recovered from them.
 
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 /// The chained hashes of the full `block_size`-token blocks of `tokens`.
 pub fn chained_block_hashes(tokens: &[u64], block_size: usize) -> Vec<u64> {
@@ -36,6 +36,19 @@ pub fn chained_block_hashes(tokens: &[u64], block_size: usize) -> Vec<u64> {
             previous
         })
         .collect()
+}
+
+/// The key of `--hash-salt`: `xxh3_64` of the salt's bytes. The salt itself is never stored.
+pub fn salt_key(salt: &[u8]) -> u64 {
+    xxh3_64(salt)
+}
+
+/// A prefix or block hash keyed by `key` ([`salt_key`]): `xxh3_64(h as little-endian bytes, seed key)`.
+///
+/// One keyed transform of the final hashes rather than a salted chain: equal hashes stay equal inside a dataset,
+/// so prefix sharing and cache simulation are unchanged, while datasets keyed differently share no value.
+pub fn keyed(hash: u64, key: u64) -> u64 {
+    xxh3_64_with_seed(&hash.to_le_bytes(), key)
 }
 
 #[cfg(test)]
@@ -69,5 +82,15 @@ mod tests {
             xxh3_64_with_seed(&bytes[8..], xxh3_64_with_seed(&bytes[..8], 0))
         );
         assert_eq!(chained_block_hashes(&tokens, 4), [first]);
+    }
+
+    #[test]
+    fn keyed_hashes_keep_equality_and_differ_between_keys() {
+        let (a, b) = (salt_key(b"tenant-a"), salt_key(b"tenant-b"));
+        assert_ne!(a, b);
+        assert_eq!(keyed(42, a), keyed(42, a));
+        assert_ne!(keyed(42, a), keyed(42, b));
+        assert_ne!(keyed(42, a), keyed(43, a));
+        assert_eq!(keyed(42, a), xxh3_64_with_seed(&42u64.to_le_bytes(), xxh3_64(b"tenant-a")));
     }
 }

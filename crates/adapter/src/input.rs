@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Chain, Cursor, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -50,6 +51,74 @@ impl Compression {
     }
 }
 
+/// Limits on how much a compressed input may expand, against decompression bombs.
+///
+/// Reading fails with an I/O error naming the limit once the decompressed bytes exceed `max_bytes`, or exceed
+/// `max_ratio` times the stored bytes read so far after the first [`RATIO_GRACE_BYTES`] (small inputs of repeated
+/// lines compress extremely well and are no danger). Plain inputs are not limited: they cannot expand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecompressionLimits {
+    /// Most decompressed bytes of one input.
+    pub max_bytes: u64,
+    /// Most decompressed bytes per stored byte.
+    pub max_ratio: u64,
+}
+
+/// Decompressed bytes of an input read before [`DecompressionLimits::max_ratio`] applies.
+pub const RATIO_GRACE_BYTES: u64 = 64 << 20;
+
+impl Default for DecompressionLimits {
+    /// 1 TiB and 1000:1: far beyond real logs (which compress 5–50:1), far below what fills a disk or takes a day.
+    fn default() -> Self {
+        Self { max_bytes: 1 << 40, max_ratio: 1000 }
+    }
+}
+
+/// Counts decompressed bytes against [`DecompressionLimits`] and names a stream cut short.
+struct Limited {
+    inner: Box<dyn Read + Send>,
+    compression: Compression,
+    limits: DecompressionLimits,
+    /// Stored bytes read so far (by the reading thread, a few blocks ahead of the decoder).
+    stored: Arc<AtomicU64>,
+    decompressed: u64,
+}
+
+impl Read for Limited {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the {} stream ends early: the file is truncated or still being written",
+                    self.compression.as_str()
+                ),
+            ),
+            _ => e,
+        })?;
+        self.decompressed += n as u64;
+        let limits = self.limits;
+        if self.decompressed > limits.max_bytes {
+            return Err(io::Error::other(format!(
+                "decompresses to more than {} bytes, the limit; pass --max-decompressed with a larger size if the \
+                 input is genuine",
+                limits.max_bytes
+            )));
+        }
+        if self.decompressed > RATIO_GRACE_BYTES {
+            let stored = self.stored.load(Ordering::Relaxed);
+            if self.decompressed / stored.max(1) >= limits.max_ratio {
+                return Err(io::Error::other(format!(
+                    "decompresses more than {}:1 ({} bytes from {stored}), which looks like a decompression bomb; \
+                     pass --max-ratio with a larger ratio if the input is genuine",
+                    limits.max_ratio, self.decompressed
+                )));
+            }
+        }
+        Ok(n)
+    }
+}
+
 /// Size and hash of an input as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputDigest {
@@ -74,6 +143,8 @@ type Hashed = io::Result<(u64, Sha256)>;
 /// parser through a bounded channel: reading and SHA-256 (about a fifth of the work on a plain log) overlap with
 /// parsing instead of adding to it. Spent blocks go back to the thread, so no block is allocated twice.
 struct StoredReader {
+    /// Stored bytes the thread has read so far.
+    read: Arc<AtomicU64>,
     blocks: Option<Receiver<io::Result<Vec<u8>>>>,
     spent: SyncSender<Vec<u8>>,
     block: Vec<u8>,
@@ -85,6 +156,8 @@ impl StoredReader {
     fn spawn(mut file: File, progress: Option<Progress>) -> io::Result<Self> {
         let (send, blocks) = sync_channel::<io::Result<Vec<u8>>>(BLOCKS_AHEAD);
         let (spent, recycled) = sync_channel::<Vec<u8>>(BLOCKS_AHEAD + 2);
+        let read = Arc::new(AtomicU64::new(0));
+        let counter = read.clone();
         let thread = std::thread::Builder::new().name("input-reader".to_owned()).spawn(move || -> Hashed {
             let (mut sha, mut bytes) = (Sha256::new(), 0u64);
             // Once the parser stops listening (it finished early), the rest is still hashed.
@@ -108,13 +181,14 @@ impl StoredReader {
                 block.truncate(n);
                 sha.update(&block);
                 bytes += n as u64;
+                counter.store(bytes, Ordering::Relaxed);
                 if let Some(progress) = &progress {
                     progress(n as u64);
                 }
                 listening = listening && send.send(Ok(block)).is_ok();
             }
         })?;
-        Ok(Self { blocks: Some(blocks), spent, block: Vec::new(), at: 0, thread: Some(thread) })
+        Ok(Self { read, blocks: Some(blocks), spent, block: Vec::new(), at: 0, thread: Some(thread) })
     }
 
     /// Stops reading blocks and returns the size and hash of the whole stored file.
@@ -192,7 +266,13 @@ impl Input {
     ///
     /// Fails on I/O errors, including a compressed stream too damaged to yield its first bytes.
     pub fn open(path: &Path, progress: Option<Progress>) -> io::Result<Self> {
+        Self::open_with_limits(path, progress, DecompressionLimits::default())
+    }
+
+    /// [`open`](Self::open) with other limits on decompression.
+    pub fn open_with_limits(path: &Path, progress: Option<Progress>, limits: DecompressionLimits) -> io::Result<Self> {
         let stored = Arc::new(Mutex::new(StoredReader::spawn(File::open(path)?, progress)?));
+        let stored_bytes = stored.lock().unwrap_or_else(PoisonError::into_inner).read.clone();
         let mut raw = BufReader::with_capacity(1 << 16, Shared(stored.clone()));
         let compression = Compression::sniff(raw.fill_buf()?);
         let mut decoder: Box<dyn Read + Send> = match compression {
@@ -200,6 +280,9 @@ impl Input {
             Compression::Gzip => Box::new(MultiGzDecoder::new(raw)),
             Compression::Zstd => Box::new(zstd::Decoder::with_buffer(raw)?),
         };
+        if compression != Compression::None {
+            decoder = Box::new(Limited { inner: decoder, compression, limits, stored: stored_bytes, decompressed: 0 });
+        }
         let mut head = Vec::with_capacity(HEAD_BYTES);
         (&mut decoder).take(HEAD_BYTES as u64).read_to_end(&mut head)?;
         let reader = BufReader::with_capacity(1 << 18, Cursor::new(head.clone()).chain(decoder));
@@ -303,5 +386,48 @@ mod tests {
         let input = Input::open(&path, None).unwrap();
         let expected: String = Sha256::digest(&big).iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(input.finish().unwrap(), InputDigest { bytes: 300_000, sha256: expected });
+    }
+
+    fn read_limited(path: &Path, limits: DecompressionLimits) -> io::Result<u64> {
+        let mut input = Input::open_with_limits(path, None, limits)?;
+        io::copy(input.reader(), &mut io::sink())
+    }
+
+    #[test]
+    fn a_bomb_stops_at_the_ratio_or_the_size_limit_with_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        // 100 MiB of zeros: zstd stores it in a few KiB, far past 1000:1 once the 64 MiB grace is read.
+        let zeros = vec![0u8; 100 << 20];
+        let bomb = dir.path().join("bomb.zst");
+        std::fs::write(&bomb, zstd::encode_all(&zeros[..], 3).unwrap()).unwrap();
+        let error = read_limited(&bomb, DecompressionLimits::default()).unwrap_err();
+        assert!(error.to_string().contains("which looks like a decompression bomb; pass --max-ratio"), "{error}");
+        // Within a raised ratio, the size cap still applies.
+        let limits = DecompressionLimits { max_bytes: 10 << 20, max_ratio: u64::MAX };
+        let error = read_limited(&bomb, limits).unwrap_err();
+        assert!(error.to_string().starts_with("decompresses to more than 10485760 bytes, the limit;"), "{error}");
+        // And with both raised, the whole input reads.
+        let limits = DecompressionLimits { max_bytes: u64::MAX, max_ratio: u64::MAX };
+        assert_eq!(read_limited(&bomb, limits).unwrap(), 100 << 20);
+    }
+
+    #[test]
+    fn a_truncated_stream_is_an_unexpected_eof_naming_the_compression() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: Vec<u8> = (0..20_000).flat_map(|i| format!("line {i} {}\n", i * 7919 % 1000).into_bytes()).collect();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        let gz = gz.finish().unwrap();
+        let zst = zstd::encode_all(&text[..], 3).unwrap();
+        for (name, bytes, compression) in [("cut.gz", gz, "gzip"), ("cut.zst", zst, "zstd")] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+            let error = read_limited(&path, DecompressionLimits::default()).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{name}: {error}");
+            assert_eq!(
+                error.to_string(),
+                format!("the {compression} stream ends early: the file is truncated or still being written")
+            );
+        }
     }
 }

@@ -8,6 +8,43 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_json::error::Category;
 
+/// Whether a key names free text a user or a model wrote (a prompt, a completion, a message, an error text).
+///
+/// Adapters that copy a document's scalar members into the manifest's `details` (benchmark summaries, run
+/// metadata) drop string values under such keys: the copy is for configuration and figures, never for text.
+pub fn is_free_text_key(key: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "prompt",
+        "text",
+        "completion",
+        "content",
+        "message",
+        "error",
+        "response",
+        "question",
+        "answer",
+        "query",
+        "argument",
+        "reasoning",
+        "instruction",
+    ];
+    let key = key.to_ascii_lowercase();
+    WORDS.iter().any(|word| key.contains(word))
+}
+
+#[cfg(test)]
+mod free_text_tests {
+    #[test]
+    fn text_keys_are_recognised_and_figures_are_not() {
+        for key in ["prompt", "system_prompt", "generated_text", "errorMessage", "Completion", "tool_arguments"] {
+            assert!(super::is_free_text_key(key), "{key}");
+        }
+        for key in ["backend", "dataset_name", "request_rate", "model", "tag", "vllm_version"] {
+            assert!(!super::is_free_text_key(key), "{key}");
+        }
+    }
+}
+
 /// A diagnostic message for `error` that names no input content (field names are kept, values are not).
 pub fn error_message(error: &serde_json::Error) -> String {
     let column = error.column();

@@ -28,8 +28,8 @@ use std::collections::BTreeMap;
 use std::io::{self, BufRead};
 
 pub use diagnostic::{Diagnostic, DiagnosticKind};
-pub use input::{Compression, HEAD_BYTES, Input, InputDigest, Progress};
-pub use lines::{LineReader, utf8_line};
+pub use input::{Compression, DecompressionLimits, HEAD_BYTES, Input, InputDigest, Progress, RATIO_GRACE_BYTES};
+pub use lines::{LineReader, MAX_LINE_BYTES, utf8_line};
 pub use sink::{CollectSink, Sink};
 pub use time::{ParseOptions, UtcOffset};
 

@@ -265,6 +265,7 @@ fn write_dataset(
         merge: source.merge.clone(),
         cache_sim: Some(record),
         partition_by: None,
+        hash_salt: source.hash_salt,
         rows: RowCounts::default(),
     })
 }

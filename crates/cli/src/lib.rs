@@ -22,5 +22,5 @@ pub mod summary;
 mod synth;
 
 pub use merge::{MergeArgs, merge, render_merge};
-pub use normalize::{NormalizeOptions, NormalizeReport, normalize};
+pub use normalize::{NormalizeOptions, NormalizeReport, SHOWN_BYTES, SHOWN_LINES, ShownLine, normalize};
 pub use synth::{ServegenOptions, synth_servegen};

@@ -14,7 +14,7 @@ use infertrace::report::{self, ReportOptions};
 use infertrace::summary::{self, INPUT_COUNTS_FROM, INPUT_HEADERS};
 use infertrace::{NormalizeOptions, NormalizeReport, ServegenOptions, normalize, synth_servegen};
 use infertrace_adapter::time::parse_rfc3339;
-use infertrace_adapter::{Adapter, ParseOptions, UtcOffset};
+use infertrace_adapter::{Adapter, DecompressionLimits, ParseOptions, UtcOffset};
 use infertrace_adapter_mapped::InputKind;
 use infertrace_cache::{Placement, Policy, Sampling};
 use infertrace_engine::{GroupBy, MetricsOptions, Slo};
@@ -117,6 +117,19 @@ struct NormalizeArgs {
     /// Replace the output directory if it exists.
     #[arg(long)]
     force: bool,
+    /// Key every prefix and block hash with this secret, so that datasets of different tenants cannot be
+    /// correlated by their hashes; equal hashes stay equal within the dataset. The salt is not stored.
+    #[arg(long, value_name = "SALT")]
+    hash_salt: Option<String>,
+    /// Print the first bytes of the first offending input lines to stderr (never into the dataset).
+    #[arg(long)]
+    show_lines: bool,
+    /// Most bytes one compressed input may decompress to (K, M, G, T suffixes, powers of 1024).
+    #[arg(long, value_name = "SIZE", default_value = "1T", value_parser = parse_size)]
+    max_decompressed: u64,
+    /// Most decompressed bytes per compressed byte, checked after the first 64 MiB.
+    #[arg(long, value_name = "RATIO", default_value_t = 1000)]
+    max_ratio: u64,
     /// Write each table as Hive-style partitions, `<table>/<key>=<value>/part-0.parquet`, that Spark, Trino,
     /// DuckDB and Polars read as one table: by the UTC day of the row's time, its source, or its instance.
     #[arg(long, value_enum, value_name = "KEY")]
@@ -563,6 +576,24 @@ fn parse_seconds(text: &str) -> Result<u64, String> {
         .ok_or_else(|| "expected whole seconds, or a whole number with s, m, h or d (such as 6h)".to_owned())
 }
 
+fn parse_size(text: &str) -> Result<u64, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let digits = upper.trim_end_matches(['K', 'M', 'G', 'T', 'I', 'B']);
+    let shift = match &upper[digits.len()..] {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err("expected a size such as 500M, 20G or 1T".to_owned()),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| "expected a size such as 500M, 20G or 1T".to_owned())
+}
+
 fn parse_offset(text: &str) -> Result<UtcOffset, String> {
     text.parse().map_err(|e| format!("{e}"))
 }
@@ -622,6 +653,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 parse: ParseOptions { year: args.year, utc_offset: args.utc_offset, start_ns: args.start },
                 force: args.force,
                 partition_by: args.partition_by.map(PartitionArg::key),
+                hash_salt: args.hash_salt,
+                show_lines: args.show_lines,
+                limits: DecompressionLimits { max_bytes: args.max_decompressed, max_ratio: args.max_ratio },
             };
             let progress = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr()).with_style(
                 ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bytes_per_sec} {wide_msg}")
@@ -893,6 +927,15 @@ fn print_summary(out: &mut impl io::Write, report: &NormalizeReport) -> Result<(
     lines.extend(summary::diagnostics_lines(&report.manifest));
     for line in &lines {
         eprintln!("warning: {line}");
+    }
+    for shown in &report.shown_lines {
+        // Control characters escaped, so that a line cannot drive the terminal.
+        let text: String = shown
+            .text
+            .chars()
+            .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+            .collect();
+        eprintln!("line {}:{} ({}): {text}", shown.path, shown.line, shown.kind);
     }
     Ok(())
 }

@@ -74,6 +74,7 @@ pub fn merge(args: &MergeArgs) -> Result<Manifest> {
             merge: Some(record),
             cache_sim: None,
             partition_by: None,
+            hash_salt: datasets.iter().find_map(|d| d.manifest.hash_salt),
             rows: RowCounts::default(),
         })
     };

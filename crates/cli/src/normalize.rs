@@ -6,17 +6,19 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result, bail};
 use indicatif::ProgressBar;
 use infertrace_adapter::time::format_rfc3339;
-use infertrace_adapter::{Adapter, Diagnostic, DiagnosticKind, Input, ParseContext, ParseOptions, Sink};
+use infertrace_adapter::{
+    Adapter, DecompressionLimits, Diagnostic, DiagnosticKind, Input, LineReader, ParseContext, ParseOptions, Sink, hash,
+};
 use infertrace_schema::{
-    Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, InputEntry, Manifest,
-    PartitionKey, Producer, RequestRow, RowCounts, SCHEMA_VERSION, SkippedInput,
+    Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, HashSalt, InputEntry,
+    Manifest, PartitionKey, Producer, RequestRow, RowCounts, SCHEMA_VERSION, SkippedInput,
 };
 
 use crate::paths::{InputFile, collect_inputs};
 use crate::registry::{self, DetectError};
 
 /// What to normalize and how.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NormalizeOptions<'a> {
     /// Files and directories to read.
     pub inputs: Vec<PathBuf>,
@@ -31,6 +33,31 @@ pub struct NormalizeOptions<'a> {
     pub force: bool,
     /// Write Hive-style partitions by this key instead of one file per table.
     pub partition_by: Option<PartitionKey>,
+    /// Key every prefix and block hash with this salt (`--hash-salt`), so that datasets of different tenants share
+    /// no hash value. Never stored.
+    pub hash_salt: Option<String>,
+    /// Keep the first bytes of the first [`SHOWN_LINES`] offending lines for the caller to print (`--show-lines`).
+    pub show_lines: bool,
+    /// Limits on how far a compressed input may expand.
+    pub limits: DecompressionLimits,
+}
+
+/// How many offending lines `--show-lines` shows over a run.
+pub const SHOWN_LINES: usize = 20;
+/// How many bytes of each offending line `--show-lines` shows.
+pub const SHOWN_BYTES: usize = 200;
+
+/// An input line that produced a diagnostic, kept only with `--show-lines` and never written to the dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShownLine {
+    /// The input, as recorded in the manifest.
+    pub path: String,
+    /// 1-based line number.
+    pub line: u64,
+    /// Diagnostic kind.
+    pub kind: &'static str,
+    /// The line's first [`SHOWN_BYTES`] bytes, lossily decoded.
+    pub text: String,
 }
 
 /// The outcome of a successful run.
@@ -40,6 +67,8 @@ pub struct NormalizeReport {
     pub manifest: Manifest,
     /// Where the dataset is.
     pub output: PathBuf,
+    /// With `--show-lines`: the first offending lines, for stderr only.
+    pub shown_lines: Vec<ShownLine>,
 }
 
 impl NormalizeReport {
@@ -68,9 +97,10 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
     }
     let mut entries = Vec::with_capacity(files.len());
     let mut skipped = Vec::new();
+    let mut shown_lines = Vec::new();
     for file in &files {
         progress.set_message(file.display.clone());
-        match normalize_file(file, options, &mut writer, progress)? {
+        match normalize_file(file, options, &mut writer, progress, &mut shown_lines)? {
             Outcome::Read(entry) => entries.push(*entry),
             Outcome::Skipped(reason) => {
                 progress.inc(file.bytes);
@@ -98,12 +128,13 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
         merge: None,
         cache_sim: None,
         partition_by: None,
+        hash_salt: options.hash_salt.as_ref().map(|_| HashSalt::Keyed),
         rows: RowCounts::default(),
     };
     let manifest =
         writer.finish(manifest).with_context(|| format!("cannot write output {}", options.output.display()))?;
     progress.finish_and_clear();
-    Ok(NormalizeReport { manifest, output: options.output.clone() })
+    Ok(NormalizeReport { manifest, output: options.output.clone(), shown_lines })
 }
 
 /// What became of one input file.
@@ -119,10 +150,12 @@ fn normalize_file(
     options: &NormalizeOptions<'_>,
     writer: &mut DatasetWriter,
     progress: &ProgressBar,
+    shown_lines: &mut Vec<ShownLine>,
 ) -> Result<Outcome> {
     let read_error = || format!("cannot read input {}", file.display);
     let ticker = progress.clone();
-    let mut input = Input::open(&file.path, Some(Arc::new(move |n| ticker.inc(n)))).with_context(read_error)?;
+    let mut input = Input::open_with_limits(&file.path, Some(Arc::new(move |n| ticker.inc(n))), options.limits)
+        .with_context(read_error)?;
     let adapter = match (options.format, registry::detect(input.head())) {
         (Some(adapter), _) => adapter,
         (None, Ok(adapter)) => adapter,
@@ -138,16 +171,26 @@ fn normalize_file(
         }
     };
     let ctx = ParseContext { source_file: &file.display, options: &options.parse, modified: file.modified };
-    let mut sink = DatasetSink { writer, records: RowCounts::default(), diagnostics: DiagnosticSummary::default() };
+    let mut sink = DatasetSink {
+        writer,
+        records: RowCounts::default(),
+        diagnostics: DiagnosticSummary::default(),
+        salt_key: options.hash_salt.as_ref().map(|salt| hash::salt_key(salt.as_bytes())),
+        show: if options.show_lines { SHOWN_LINES.saturating_sub(shown_lines.len()) } else { 0 },
+        offending: Vec::new(),
+    };
     let report = adapter.parse(input.reader(), &ctx, &mut sink).map_err(|e| match e {
         infertrace_adapter::ParseError::Write(e) => {
             anyhow::Error::new(e).context(format!("cannot write output {}", options.output.display()))
         }
         other => anyhow::Error::new(other).context(read_error()),
     })?;
-    let (records, diagnostics) = (sink.records, sink.diagnostics);
+    let (records, diagnostics, offending) = (sink.records, sink.diagnostics, sink.offending);
     let compression = input.compression();
     let digest = input.finish().with_context(read_error)?;
+    if !offending.is_empty() {
+        shown_lines.extend(read_lines(file, options.limits, &offending).with_context(read_error)?);
+    }
     Ok(Outcome::Read(Box::new(InputEntry {
         path: file.display.clone(),
         bytes: digest.bytes,
@@ -164,15 +207,51 @@ fn normalize_file(
     })))
 }
 
-/// Forwards an adapter's rows to the dataset, filling derivable durations, and tallies its diagnostics.
+/// Reads `file` again for the text of the lines of `offending`, for `--show-lines`.
+///
+/// Re-reading after the parse rather than keeping text during it leaves adapters and the `Sink` trait untouched
+/// and costs a second pass only when `--show-lines` was given and something went wrong. Formats that number
+/// records rather than lines (CSV with quoted newlines) may show a neighbouring line.
+fn read_lines(
+    file: &InputFile,
+    limits: DecompressionLimits,
+    offending: &[(u64, &'static str)],
+) -> std::io::Result<Vec<ShownLine>> {
+    let mut input = Input::open_with_limits(&file.path, None, limits)?;
+    let mut lines = LineReader::new(input.reader());
+    let mut shown = Vec::with_capacity(offending.len());
+    let last = offending.iter().map(|&(line, _)| line).max().unwrap_or(0);
+    while let Some((number, bytes)) = lines.next_bytes()? {
+        for &(line, kind) in offending.iter().filter(|(line, _)| *line == number) {
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(SHOWN_BYTES)]).into_owned();
+            shown.push(ShownLine { path: file.display.clone(), line, kind, text });
+        }
+        if number >= last {
+            break;
+        }
+    }
+    Ok(shown)
+}
+
+/// Forwards an adapter's rows to the dataset, filling derivable durations, keying hashes with `--hash-salt`, and
+/// tallies its diagnostics.
 struct DatasetSink<'w> {
     writer: &'w mut DatasetWriter,
     records: RowCounts,
     diagnostics: DiagnosticSummary,
+    /// `hash::salt_key` of `--hash-salt`.
+    salt_key: Option<u64>,
+    /// How many more offending lines to remember for `--show-lines`.
+    show: usize,
+    /// Line and kind of the first diagnostics, for `--show-lines`.
+    offending: Vec<(u64, &'static str)>,
 }
 
 impl Sink for DatasetSink<'_> {
     fn request(&mut self, mut row: RequestRow) -> Result<(), DatasetError> {
+        if let (Some(key), Some(hashes)) = (self.salt_key, row.prefix_hashes.as_mut()) {
+            hashes.iter_mut().for_each(|h| *h = hash::keyed(*h, key));
+        }
         for column in row.fill_durations() {
             self.diagnostic(Diagnostic::new(
                 row.source_line.unwrap_or(0),
@@ -191,13 +270,22 @@ impl Sink for DatasetSink<'_> {
         Ok(())
     }
 
-    fn cache_event(&mut self, row: CacheEvent) -> Result<(), DatasetError> {
+    fn cache_event(&mut self, mut row: CacheEvent) -> Result<(), DatasetError> {
+        if let Some(key) = self.salt_key {
+            for hash in [&mut row.block_hash, &mut row.parent_hash].into_iter().flatten() {
+                *hash = hash::keyed(*hash, key);
+            }
+        }
         self.writer.push_cache_event(&row)?;
         self.records.cache_events += 1;
         Ok(())
     }
 
     fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        if self.show > 0 {
+            self.show -= 1;
+            self.offending.push((diagnostic.line, diagnostic.kind.as_str()));
+        }
         self.diagnostics.record(diagnostic.kind.as_str(), diagnostic.line, diagnostic.message);
     }
 }

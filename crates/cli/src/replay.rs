@@ -78,6 +78,7 @@ pub fn replay_to(
             merge: None,
             cache_sim: None,
             partition_by: None,
+            hash_salt: opened.iter().find_map(|d| d.manifest.hash_salt),
             rows: RowCounts::default(),
         })?;
         Ok(())

@@ -163,11 +163,12 @@ pub fn synth_servegen(options: &ServegenOptions) -> Result<NormalizeReport> {
         merge: None,
         cache_sim: None,
         partition_by: None,
+        hash_salt: None,
         rows: RowCounts::default(),
     };
     let manifest =
         writer.finish(manifest).with_context(|| format!("cannot write output {}", options.output.display()))?;
-    Ok(NormalizeReport { manifest, output: options.output.clone() })
+    Ok(NormalizeReport { manifest, output: options.output.clone(), shown_lines: Vec::new() })
 }
 
 /// The clients of `dir` by id, and the other (non-hidden) files, which are skipped. Not recursive: a model

@@ -19,14 +19,7 @@ pub fn run(inputs: &[PathBuf], output: &Path) -> NormalizeReport {
 
 /// Normalizes `inputs` into `output` with `parse` assumptions and auto-detection.
 pub fn run_with(inputs: &[PathBuf], output: &Path, parse: ParseOptions) -> NormalizeReport {
-    let options = NormalizeOptions {
-        inputs: inputs.to_vec(),
-        output: output.to_owned(),
-        format: None,
-        parse,
-        force: false,
-        partition_by: None,
-    };
+    let options = NormalizeOptions { inputs: inputs.to_vec(), output: output.to_owned(), parse, ..Default::default() };
     normalize(&options, &ProgressBar::hidden()).unwrap_or_else(|e| panic!("normalize {inputs:?}: {e:#}"))
 }
 
@@ -44,8 +37,9 @@ pub fn valid_inputs() -> Vec<PathBuf> {
 }
 
 /// Directories of `testdata/` that are not `normalize` inputs: `invalid/` must fail, `traces-full/` holds whole corpus
-/// files for the aggregate tests, `synth/` statistics for `infertrace synth`, `mapped/` inputs that need `--map`.
-const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped"];
+/// files for the aggregate tests, `synth/` statistics for `infertrace synth`, `mapped/` inputs that need `--map`,
+/// `datasets/` datasets kept to guard reading older schema versions.
+const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped", "datasets"];
 
 fn collect(dir: &Path, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

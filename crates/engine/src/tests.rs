@@ -34,6 +34,7 @@ pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample
         merge: None,
         cache_sim: None,
         partition_by: None,
+        hash_salt: None,
         rows: RowCounts::default(),
     };
     writer.finish(manifest).unwrap();

@@ -8,6 +8,11 @@
 //! group after [`ROW_GROUP_BYTES`], so they cannot make memory grow either.
 //! Everything is written into a temporary sibling directory that is renamed into place by [`DatasetWriter::finish`]:
 //! an interrupted run leaves the previous dataset (or nothing), never half of a new one.
+//!
+//! Replacing an existing dataset takes two renames (the old one aside to `.<name>.infertrace-old`, the new one in),
+//! as std offers no atomic exchange of directories. A run killed between the two leaves no dataset at the output
+//! path but the previous one, complete, aside; the next [`DatasetWriter::create`] for that output puts it back
+//! before anything else (and removes an `-old` left after a completed replacement).
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write as _};
@@ -266,6 +271,7 @@ impl DatasetWriter {
     ///
     /// Fails with [`DatasetError::Exists`] when `dir` exists and `replace` is false, before anything is written.
     pub fn create(dir: &Path, replace: bool) -> Result<Self> {
+        recover(dir)?;
         if !replace && fs::symlink_metadata(dir).is_ok() {
             return Err(DatasetError::Exists { path: dir.to_owned() });
         }
@@ -366,6 +372,20 @@ impl Drop for DatasetWriter {
             // Best effort: an unfinished dataset must not be mistaken for a complete one.
             let _ = fs::remove_dir_all(&self.temp_dir);
         }
+    }
+}
+
+/// Finishes what a replacement killed between its two renames left: with no dataset at `dir`, the previous one
+/// aside is put back; with a dataset at `dir`, the one aside is the replaced one and is removed.
+fn recover(dir: &Path) -> Result<()> {
+    let old = sibling(dir, "old");
+    if fs::symlink_metadata(&old).is_err() {
+        return Ok(());
+    }
+    if fs::symlink_metadata(dir).is_err() {
+        fs::rename(&old, dir).map_err(io_error("restore the previous dataset", &old))
+    } else {
+        fs::remove_dir_all(&old).map_err(io_error("remove stale", &old))
     }
 }
 

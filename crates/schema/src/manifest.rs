@@ -34,8 +34,20 @@ pub struct Manifest {
     /// `<table>/<key>=<value>/part-0.parquet` rather than `<table>.parquet`; absent when unpartitioned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_by: Option<String>,
+    /// How prefix and block hashes were keyed by `--hash-salt`; absent when they were not. Never the salt itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_salt: Option<HashSalt>,
     /// Rows per table in the whole dataset.
     pub rows: RowCounts,
+}
+
+/// How `normalize --hash-salt` keyed the hashes of a dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HashSalt {
+    /// Every `prefix_hashes` element and every `block_hash` and `parent_hash` became `xxh3_64(h as little-endian
+    /// bytes, seed xxh3_64(salt))`: equal within the dataset, unrelated to any other salt's.
+    #[serde(rename = "keyed")]
+    Keyed,
 }
 
 /// What `infertrace cache-sim` did: the dataset it read, the cache it simulated and what that cache served.
@@ -338,6 +350,10 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
         "partition_by",
         "Hive partition key of the tables: `date`, `source` or `instance` (each table a directory \
          `<table>/<key>=<value>/part-0.parquet`); absent when unpartitioned.",
+    ),
+    (
+        "hash_salt",
+        "`keyed` when `--hash-salt` keyed every prefix and block hash (the salt is never stored); absent otherwise.",
     ),
     ("rows.requests", "Rows of `requests.parquet`."),
     ("rows.samples", "Rows of `samples.parquet`."),

@@ -29,6 +29,7 @@ fn manifest() -> Manifest {
         merge: None,
         cache_sim: None,
         partition_by: None,
+        hash_salt: None,
         rows: RowCounts::default(),
     }
 }
@@ -273,6 +274,31 @@ fn an_unfinished_writer_leaves_nothing() {
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+/// A replacement killed between its two renames leaves the previous dataset aside and none at the output; the
+/// next writer for that output puts the previous one back first, and removes one left after a completed rename.
+#[test]
+fn a_replacement_killed_between_its_renames_is_recovered_by_the_next_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    let aside = dir.path().join(".ds.infertrace-old");
+    let mut first = manifest();
+    first.producer.version = "previous".into();
+    DatasetWriter::create(&out, false).unwrap().finish(first).unwrap();
+    fs::rename(&out, &aside).unwrap();
+    // Without --force the restored dataset is an existing output, as it was before the killed run.
+    let error = DatasetWriter::create(&out, false).unwrap_err();
+    assert!(matches!(error, DatasetError::Exists { .. }), "{error}");
+    assert!(!aside.exists());
+    assert_eq!(Dataset::open(&out).unwrap().manifest.producer.version, "previous");
+
+    fs::create_dir(&aside).unwrap();
+    fs::write(aside.join("manifest.json"), "{").unwrap();
+    DatasetWriter::create(&out, true).unwrap().finish(manifest()).unwrap();
+    let mut left: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["ds"], "the stale dataset aside was removed");
+}
+
 #[test]
 fn readers_refuse_newer_schema_versions() {
     let dir = tempfile::tempdir().unwrap();
@@ -317,6 +343,7 @@ fn manifest_field_docs_match_what_is_serialized() {
         ..Default::default()
     });
     m.partition_by = Some("date".to_owned());
+    m.hash_salt = Some(infertrace_schema::HashSalt::Keyed);
     m.cache_sim = Some(infertrace_schema::CacheSimRecord {
         tiers: vec![infertrace_schema::CacheSimTier::default()],
         model: Some(infertrace_schema::CacheSimModel::default()),

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read};
 
-use infertrace_adapter::json::{Scalar, error_message};
+use infertrace_adapter::json::{Scalar, error_message, is_free_text_key};
 use infertrace_adapter::{Diagnostic, DiagnosticKind, ParseError, ParseReport, Sink};
 use infertrace_schema::ClockDomain;
 use serde::Deserialize;
@@ -40,6 +40,8 @@ impl<'de> Deserialize<'de> for Meta {
                     } else if let Scalar(Some(value)) = map.next_value()? {
                         let value = match (key.as_str(), value) {
                             ("dataset_path", Value::String(path)) => Value::String(file_name(&path).to_owned()),
+                            // Text under a text key could quote a request: not copied.
+                            (_, Value::String(_)) if is_free_text_key(&key) => continue,
                             (_, value) => value,
                         };
                         kept.insert(key, value);
@@ -71,7 +73,9 @@ impl<'de> Deserialize<'de> for ScalarMap {
                 while let Some(key) = map.next_key::<String>()? {
                     if kept.len() >= MAX_ENTRIES {
                         map.next_value::<IgnoredAny>()?;
-                    } else if let Scalar(Some(value)) = map.next_value()? {
+                    } else if let Scalar(Some(value)) = map.next_value()?
+                        && !(value.is_string() && is_free_text_key(&key))
+                    {
                         kept.insert(key, value);
                     }
                 }

@@ -117,6 +117,7 @@ pub fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> D
         merge: None,
         cache_sim: None,
         partition_by: None,
+        hash_salt: None,
         rows: RowCounts::default(),
     };
     writer.finish(manifest).unwrap();
