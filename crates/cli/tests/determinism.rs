@@ -43,7 +43,36 @@ fn two_runs_over_every_valid_input_write_the_same_bytes() {
             assert!(a == b, "{name} differs between two runs (salt {salt:?})");
         }
     }
-    // Reading, parsing and encoding run on fixed threads that pass data on in order, so scheduling cannot change a
-    // byte. When normalize splits files or chunks across a chosen number of threads (issue #10, still open), compare
-    // thread counts here too.
+}
+
+/// Reading, parsing and encoding run on their own threads that pass data on in order, so how many cores they get
+/// cannot change a byte: the binary pinned to one CPU (`taskset`) writes what it writes with every CPU. (No option
+/// chooses a number of worker threads yet: when normalize splits files or chunks, issue #10, compare those too.)
+#[test]
+fn one_cpu_or_all_write_the_same_bytes() {
+    if std::process::Command::new("taskset").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "CI machines have taskset (util-linux)");
+        eprintln!("skipped: taskset not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let inputs: Vec<String> = common::valid_inputs().iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let run = |name: &str, pinned: bool| {
+        let out = dir.path().join(name);
+        let mut command = if pinned {
+            let mut c = std::process::Command::new("taskset");
+            c.args(["-c", "0", env!("CARGO_BIN_EXE_infertrace")]);
+            c
+        } else {
+            std::process::Command::new(env!("CARGO_BIN_EXE_infertrace"))
+        };
+        let status = command.arg("normalize").args(&inputs).arg("-o").arg(&out).output().unwrap().status;
+        assert!(status.success(), "normalize ({name}) failed");
+        files(&out)
+    };
+    let (all, one) = (run("all-cpus", false), run("one-cpu", true));
+    assert_eq!(all.len(), 4);
+    for ((name, a), (_, b)) in all.iter().zip(&one) {
+        assert!(a == b, "{name} differs between one CPU and all");
+    }
 }
