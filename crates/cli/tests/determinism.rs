@@ -1,5 +1,7 @@
 //! Byte-identical output: the same inputs and options give the same bytes in every file of the dataset.
 
+#![allow(clippy::print_stderr)]
+
 mod common;
 
 use std::fs;
