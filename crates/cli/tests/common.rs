@@ -47,3 +47,23 @@ fn collect(dir: &Path, found: &mut Vec<PathBuf>) {
         if path.is_dir() { collect(&path, found) } else { found.push(path) }
     }
 }
+
+/// Every file under `dir` (recursively, so partitioned tables too) with its bytes, by path relative to `dir`,
+/// sorted: what "the same output" compares.
+pub fn dataset_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                found.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    found.sort();
+    found
+}

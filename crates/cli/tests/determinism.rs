@@ -4,23 +4,10 @@
 
 mod common;
 
-use std::fs;
 use std::path::Path;
 
 use indicatif::ProgressBar;
 use infertrace::{NormalizeOptions, normalize};
-
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let path = e.unwrap().path();
-            (path.file_name().unwrap().to_string_lossy().into_owned(), fs::read(&path).unwrap())
-        })
-        .collect();
-    files.sort();
-    files
-}
 
 fn run(output: &Path, salt: Option<&str>) -> Vec<(String, Vec<u8>)> {
     let options = NormalizeOptions {
@@ -30,7 +17,7 @@ fn run(output: &Path, salt: Option<&str>) -> Vec<(String, Vec<u8>)> {
         ..Default::default()
     };
     normalize(&options, &ProgressBar::hidden()).unwrap();
-    files(output)
+    common::dataset_files(output)
 }
 
 #[test]
@@ -70,7 +57,7 @@ fn one_cpu_or_all_write_the_same_bytes() {
         };
         let status = command.arg("normalize").args(&inputs).arg("-o").arg(&out).output().unwrap().status;
         assert!(status.success(), "normalize ({name}) failed");
-        files(&out)
+        common::dataset_files(&out)
     };
     let (all, one) = (run("all-cpus", false), run("one-cpu", true));
     assert_eq!(all.len(), 4);

@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn infertrace(args: &[&str]) -> String {
@@ -36,24 +36,6 @@ fn normalize(out: &Path, partition: Option<&str>) {
     infertrace(&args.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
-/// Every file under `dir` with its bytes, by relative path.
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                found.push((path.strip_prefix(dir).unwrap().to_owned(), std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
 #[test]
 fn partitions_read_back_as_the_plain_dataset() {
     let dir = tempfile::tempdir().unwrap();
@@ -71,7 +53,10 @@ fn partitions_read_back_as_the_plain_dataset() {
         // Same inputs, same bytes.
         let again = dir.path().join(format!("{key}-again"));
         normalize(&again, Some(key));
-        assert!(files(&out) == files(&again), "--partition-by {key} is not deterministic");
+        assert!(
+            common::dataset_files(&out) == common::dataset_files(&again),
+            "--partition-by {key} is not deterministic"
+        );
     }
 
     let names = |table: &str, key: &str| -> Vec<String> {

@@ -33,6 +33,8 @@
 //! EOF
 //! ```
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -191,29 +193,17 @@ fn from_cuts_windows_and_keeps_their_rate() {
     assert_eq!(span(338_700, 600, "halves").len(), 45_602);
 }
 
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let path = e.unwrap().path();
-            (path.file_name().unwrap().to_string_lossy().into_owned(), fs::read(&path).unwrap())
-        })
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn the_same_seed_gives_byte_identical_datasets() {
     let dir = tempfile::tempdir().unwrap();
     let base = options("mm-image", &dir.path().join("a"), 3_600);
     run(&base);
     run(&ServegenOptions { output: dir.path().join("b"), ..base.clone() });
-    let a = files(&dir.path().join("a"));
+    let a = common::dataset_files(&dir.path().join("a"));
     assert_eq!(a.len(), 4);
-    assert_eq!(a, files(&dir.path().join("b")));
+    assert_eq!(a, common::dataset_files(&dir.path().join("b")));
     run(&ServegenOptions { output: dir.path().join("c"), seed: 1, ..base.clone() });
-    let c = files(&dir.path().join("c"));
+    let c = common::dataset_files(&dir.path().join("c"));
     assert_ne!(a[2], c[2], "another seed, other requests");
     assert_eq!(a[2].0, "requests.parquet");
 
