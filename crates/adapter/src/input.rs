@@ -141,7 +141,8 @@ type Hashed = io::Result<(u64, Sha256)>;
 
 /// Reads the stored file on a thread of its own, hashing every byte as it passes and handing blocks to the
 /// parser through a bounded channel: reading and SHA-256 (about a fifth of the work on a plain log) overlap with
-/// parsing instead of adding to it. Spent blocks go back to the thread, so no block is allocated twice.
+/// parsing instead of adding to it. Spent blocks go back to the thread, so no block is allocated twice. Dropped
+/// unfinished (a failed parse), it leaves the thread to hash the rest on its own, without waiting for it.
 struct StoredReader {
     /// Stored bytes the thread has read so far.
     read: Arc<AtomicU64>,
@@ -235,13 +236,6 @@ impl Read for StoredReader {
         buf[..n].copy_from_slice(&self.block[self.at..self.at + n]);
         self.at += n;
         Ok(n)
-    }
-}
-
-impl Drop for StoredReader {
-    fn drop(&mut self) {
-        // An input dropped unfinished (a failed parse): let the thread end on its own, and do not wait for it.
-        self.blocks = None;
     }
 }
 

@@ -154,6 +154,15 @@ impl<T: Table> std::fmt::Debug for TableWriter<T> {
     }
 }
 
+/// A [`DatasetError::Parquet`] maker for `path`, for `map_err`.
+pub(crate) fn parquet_error(
+    action: &'static str,
+    path: &Path,
+) -> impl FnOnce(parquet::errors::ParquetError) -> DatasetError + use<> {
+    let path = path.to_owned();
+    move |source| DatasetError::Parquet { action, path, source }
+}
+
 /// How every table file is written: zstd level 3, [`ROW_GROUP_ROWS`] rows per row group, and the schema version and
 /// table name in the key-value metadata.
 ///
@@ -473,10 +482,7 @@ pub fn read_table<T: Table>(dir: &Path) -> Result<RecordBatch> {
 
 /// The batches of one table file, after checking its schema version.
 fn read_file(path: &Path) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)> {
-    let parquet_error = |action| {
-        let path = path.to_owned();
-        move |source| DatasetError::Parquet { action, path, source }
-    };
+    let parquet_error = |action| parquet_error(action, path);
     let file = File::open(path).map_err(io_error("open", path))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_error("read"))?;
     let version = builder

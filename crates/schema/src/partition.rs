@@ -25,7 +25,7 @@ use arrow::datatypes::{DataType, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::dataset::{BATCH_ROWS, DatasetError, io_error, writer_properties};
+use crate::dataset::{BATCH_ROWS, DatasetError, io_error, parquet_error, writer_properties};
 use crate::table::Table;
 
 /// What a partitioned dataset is split by.
@@ -71,11 +71,6 @@ fn key_column<T: Table>(key: PartitionKey) -> &'static str {
 }
 
 type Result<T, E = DatasetError> = std::result::Result<T, E>;
-
-fn parquet_error(action: &'static str, path: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> DatasetError {
-    let path = path.to_owned();
-    move |source| DatasetError::Parquet { action, path, source }
-}
 
 fn arrow_error(action: &'static str, path: &Path) -> impl FnOnce(arrow::error::ArrowError) -> DatasetError {
     let path = path.to_owned();
