@@ -2,6 +2,7 @@
 //!
 //! - `codegen [--check]` writes `schemas/` from the schema crate (or checks it is up to date).
 //! - `normalize` normalizes every input under `testdata/` into `target/normalized/<name>/` and prints a summary.
+//! - `fuzz-seed` writes starting corpora for the fuzz targets of `fuzz/` from `testdata/` (see `fuzz.rs`).
 //! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python]` times `infertrace normalize` on large generated inputs
 //!   against `wc -l` and the Python baseline of `bench/baseline/` (see `bench.rs`; not part of CI).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -17,10 +18,10 @@ use infertrace::{NormalizeOptions, normalize};
 use infertrace_schema::docs::generated_files;
 
 mod bench;
+mod fuzz;
 mod tidy;
 
-const USAGE: &str =
-    "usage: cargo xtask <codegen [--check] | normalize | bench [--runs N] [--log-mb N] [--rows N] [--no-python]>";
+const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python]>";
 
 fn main() -> ExitCode {
     match run() {
@@ -39,6 +40,7 @@ fn run() -> Result<()> {
         ["codegen"] => codegen(&root, false),
         ["codegen", "--check"] => codegen(&root, true),
         ["normalize"] => normalize_testdata(&root),
+        ["fuzz-seed"] => fuzz::seed(&root),
         ["bench", rest @ ..] => bench::bench(&root, &bench::BenchOptions::parse(rest)?),
         _ => bail!("{USAGE}"),
     }

@@ -19,6 +19,7 @@ mod input;
 pub mod json;
 pub mod kv_events;
 mod lines;
+pub mod parallel;
 pub mod prometheus;
 mod sink;
 pub mod testing;

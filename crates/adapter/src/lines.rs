@@ -12,7 +12,7 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// It is not valid UTF-8, so a caller that does not know it still gets a diagnostic; [`utf8_line`] recognises this
 /// very slice (by address, not by content) and reports [`DiagnosticKind::LineTooLong`] instead. Handing the event
 /// back through the line keeps `next_bytes`' signature and every adapter's read loop unchanged.
-static OVERLONG: &[u8] = b"\xff<line too long>";
+pub(crate) static OVERLONG: &[u8] = b"\xff<line too long>";
 
 /// Reads an input line by line into one reused buffer, numbering lines from 1.
 ///

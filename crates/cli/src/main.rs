@@ -134,6 +134,10 @@ struct NormalizeArgs {
     /// DuckDB and Polars read as one table: by the UTC day of the row's time, its source, or its instance.
     #[arg(long, value_enum, value_name = "KEY")]
     partition_by: Option<PartitionArg>,
+    /// Threads that parse input lines; 0 uses one per CPU. The output is the same byte for byte whatever the
+    /// number. (Each table is also encoded on a thread of its own.)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
 }
 
 /// `--partition-by` keys.
@@ -656,6 +660,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 hash_salt: args.hash_salt,
                 show_lines: args.show_lines,
                 limits: DecompressionLimits { max_bytes: args.max_decompressed, max_ratio: args.max_ratio },
+                threads: args.threads,
             };
             let progress = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr()).with_style(
                 ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bytes_per_sec} {wide_msg}")

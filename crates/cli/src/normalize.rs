@@ -7,12 +7,14 @@ use anyhow::{Context as _, Result, bail};
 use indicatif::ProgressBar;
 use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{
-    Adapter, DecompressionLimits, Diagnostic, DiagnosticKind, Input, LineReader, ParseContext, ParseOptions, Sink, hash,
+    Adapter, Compression, DecompressionLimits, Diagnostic, DiagnosticKind, Input, InputDigest, LineReader,
+    ParseContext, ParseOptions, ParseReport, Sink, hash,
 };
 use infertrace_schema::{
     Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, HashSalt, InputEntry,
     Manifest, PartitionKey, Producer, RequestRow, RowCounts, SCHEMA_VERSION, SkippedInput,
 };
+use rayon::prelude::*;
 
 use crate::paths::{InputFile, collect_inputs};
 use crate::registry::{self, DetectError};
@@ -40,6 +42,9 @@ pub struct NormalizeOptions<'a> {
     pub show_lines: bool,
     /// Limits on how far a compressed input may expand.
     pub limits: DecompressionLimits,
+    /// Threads of the pool that line-oriented adapters prepare lines on (`--threads`); 0 means one per CPU. The
+    /// output does not depend on it.
+    pub threads: usize,
 }
 
 /// How many offending lines `--show-lines` shows over a run.
@@ -85,6 +90,16 @@ impl NormalizeReport {
 /// recognises (a README, a sidecar) is skipped and listed in the manifest's `skipped`. Content problems are
 /// diagnostics in the manifest, not failures.
 pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Result<NormalizeReport> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads)
+        .thread_name(|i| format!("normalize-{i}"))
+        .build()
+        .context("cannot start the worker threads; pass a smaller --threads")?;
+    pool.install(|| normalize_in_pool(options, progress))
+}
+
+/// [`normalize`] on the current rayon pool.
+fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Result<NormalizeReport> {
     let files = collect_inputs(&options.inputs, &options.output)?;
     progress.set_length(files.iter().map(|f| f.bytes).sum());
     let mut writer = DatasetWriter::create(&options.output, options.force).map_err(|e| match e {
@@ -98,13 +113,44 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
     let mut entries = Vec::with_capacity(files.len());
     let mut skipped = Vec::new();
     let mut shown_lines = Vec::new();
-    for file in &files {
-        progress.set_message(file.display.clone());
-        match normalize_file(file, options, &mut writer, progress, &mut shown_lines)? {
-            Outcome::Read(entry) => entries.push(*entry),
-            Outcome::Skipped(reason) => {
-                progress.inc(file.bytes);
-                skipped.push(SkippedInput { path: file.display.clone(), reason })
+    let threads = rayon::current_num_threads();
+    let mut next = 0;
+    while next < files.len() {
+        // Small files are read ahead in parallel, a window at a time, and written in their turn; a large file is
+        // streamed alone, its lines parsed in parallel by its adapter.
+        let window = files[next..].iter().take(threads + 1).take_while(|f| f.bytes <= READ_AHEAD_BYTES).count();
+        let read: Vec<(&InputFile, Option<Result<ReadAhead>>)> = if threads > 1 && window > 1 {
+            let ahead: Vec<_> = files[next..next + window].par_iter().map(|file| read_ahead(file, options)).collect();
+            files[next..next + window].iter().zip(ahead.into_iter().map(Some)).collect()
+        } else {
+            vec![(&files[next], None)]
+        };
+        next += read.len();
+        for (file, ahead) in read {
+            progress.set_message(file.display.clone());
+            let outcome = match ahead.transpose()? {
+                Some(ReadAhead::Done(events, parsed)) => {
+                    let mut sink = DatasetSink::new(&mut writer, options, shown_lines.len());
+                    events.replay(&mut sink).map_err(|e| write_error(e, options))?;
+                    progress.inc(file.bytes);
+                    parsed.into_outcome(file, options, sink, &mut shown_lines)?
+                }
+                Some(ReadAhead::Skipped(reason)) => Outcome::Skipped(reason),
+                // Not read ahead, or too many rows to hold: streamed.
+                Some(ReadAhead::TooLarge) | None => {
+                    let mut sink = DatasetSink::new(&mut writer, options, shown_lines.len());
+                    match parse_file(file, options, progress, &mut sink)? {
+                        FileOutcome::Parsed(parsed) => parsed.into_outcome(file, options, sink, &mut shown_lines)?,
+                        FileOutcome::Skipped(reason) => Outcome::Skipped(reason),
+                    }
+                }
+            };
+            match outcome {
+                Outcome::Read(entry) => entries.push(*entry),
+                Outcome::Skipped(reason) => {
+                    progress.inc(file.bytes);
+                    skipped.push(SkippedInput { path: file.display.clone(), reason })
+                }
             }
         }
     }
@@ -145,13 +191,131 @@ enum Outcome {
     Skipped(String),
 }
 
-fn normalize_file(
+/// Files at most this large (as stored) are read ahead in parallel, their rows held until their turn to be written.
+const READ_AHEAD_BYTES: u64 = 8 << 20;
+
+/// Bytes of rows and diagnostics one read-ahead file may hold (counted as [`EVENT_BYTES`] each plus their prefix
+/// hashes); a file that makes more (a compressed one, or one of many short records) is handed back and streamed.
+/// With the window of `threads + 1` files, this bounds what read-ahead holds at a few tens of MiB.
+const READ_AHEAD_HELD_BYTES: usize = 16 << 20;
+
+/// What one held row or diagnostic is counted as, besides its prefix hashes: its struct and its strings, roughly.
+const EVENT_BYTES: usize = 256;
+
+/// A small file parsed ahead of its turn, on a worker.
+enum ReadAhead {
+    /// Everything its adapter pushed, in order, and what the parse found.
+    Done(Events, Box<Parsed>),
+    /// A file of an input directory no adapter claims, and why.
+    Skipped(String),
+    /// More than [`READ_AHEAD_HELD_BYTES`]: the file is streamed instead, so memory stays bounded.
+    TooLarge,
+}
+
+/// Parses `file` into memory, without the progress bar (its bytes are counted when the file is written).
+fn read_ahead(file: &InputFile, options: &NormalizeOptions<'_>) -> Result<ReadAhead> {
+    let mut events = Events::default();
+    match parse_file(file, options, &ProgressBar::hidden(), &mut events) {
+        _ if events.full => Ok(ReadAhead::TooLarge),
+        Ok(FileOutcome::Parsed(parsed)) => Ok(ReadAhead::Done(events, parsed)),
+        Ok(FileOutcome::Skipped(reason)) => Ok(ReadAhead::Skipped(reason)),
+        Err(e) => Err(e),
+    }
+}
+
+/// What an adapter pushed into a [`Sink`], in order, up to [`READ_AHEAD_HELD_BYTES`].
+#[derive(Default)]
+struct Events {
+    events: Vec<Event>,
+    /// Bytes held, as counted for [`READ_AHEAD_HELD_BYTES`].
+    held: usize,
+    full: bool,
+}
+
+enum Event {
+    Request(Box<RequestRow>),
+    Sample(EngineSample),
+    CacheEvent(CacheEvent),
+    Diagnostic(Diagnostic),
+}
+
+impl Events {
+    fn push(&mut self, event: Event, hashes: usize) -> Result<(), DatasetError> {
+        self.held += EVENT_BYTES + hashes * size_of::<u64>();
+        if self.held > READ_AHEAD_HELD_BYTES {
+            self.full = true;
+            // Stops the adapter; `read_ahead` sees `full` and hands the file back to be streamed.
+            return Err(DatasetError::Io {
+                action: "hold the rows of",
+                path: "a file read ahead".into(),
+                source: std::io::Error::other("too many rows to read ahead"),
+            });
+        }
+        self.events.push(event);
+        Ok(())
+    }
+
+    /// Pushes everything into `sink`, in the order it came.
+    fn replay(self, sink: &mut dyn Sink) -> Result<(), DatasetError> {
+        for event in self.events {
+            match event {
+                Event::Request(row) => sink.request(*row)?,
+                Event::Sample(row) => sink.sample(row)?,
+                Event::CacheEvent(row) => sink.cache_event(row)?,
+                Event::Diagnostic(diagnostic) => sink.diagnostic(diagnostic),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Sink for Events {
+    fn request(&mut self, row: RequestRow) -> Result<(), DatasetError> {
+        let hashes = row.prefix_hashes.as_ref().map_or(0, Vec::len);
+        self.push(Event::Request(Box::new(row)), hashes)
+    }
+    fn sample(&mut self, row: EngineSample) -> Result<(), DatasetError> {
+        self.push(Event::Sample(row), 0)
+    }
+    fn cache_event(&mut self, row: CacheEvent) -> Result<(), DatasetError> {
+        self.push(Event::CacheEvent(row), 0)
+    }
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        // A diagnostic cannot stop the adapter: past the bound it is dropped and the file marked full, to be
+        // streamed again from its start.
+        self.held += EVENT_BYTES;
+        if self.held > READ_AHEAD_HELD_BYTES {
+            self.full = true;
+        } else {
+            self.events.push(Event::Diagnostic(diagnostic));
+        }
+    }
+}
+
+/// What parsing one file found, besides the rows it pushed.
+struct Parsed {
+    format: &'static str,
+    report: ParseReport,
+    compression: Compression,
+    digest: InputDigest,
+}
+
+enum FileOutcome {
+    Parsed(Box<Parsed>),
+    Skipped(String),
+}
+
+fn write_error(e: DatasetError, options: &NormalizeOptions<'_>) -> anyhow::Error {
+    anyhow::Error::new(e).context(format!("cannot write output {}", options.output.display()))
+}
+
+/// Opens `file`, picks its adapter and parses it into `sink`.
+fn parse_file(
     file: &InputFile,
     options: &NormalizeOptions<'_>,
-    writer: &mut DatasetWriter,
     progress: &ProgressBar,
-    shown_lines: &mut Vec<ShownLine>,
-) -> Result<Outcome> {
+    sink: &mut dyn Sink,
+) -> Result<FileOutcome> {
     let read_error = || format!("cannot read input {}", file.display);
     let ticker = progress.clone();
     let mut input = Input::open_with_limits(&file.path, Some(Arc::new(move |n| ticker.inc(n))), options.limits)
@@ -159,9 +323,11 @@ fn normalize_file(
     let adapter = match (options.format, registry::detect(input.head())) {
         (Some(adapter), _) => adapter,
         (None, Ok(adapter)) => adapter,
-        (None, Err(DetectError::Unknown)) if file.in_directory => return Ok(Outcome::Skipped("unrecognised".into())),
+        (None, Err(DetectError::Unknown)) if file.in_directory => {
+            return Ok(FileOutcome::Skipped("unrecognised".into()));
+        }
         (None, Err(DetectError::Ambiguous(ids))) if file.in_directory => {
-            return Ok(Outcome::Skipped(format!("ambiguous: {}", ids.join(", "))));
+            return Ok(FileOutcome::Skipped(format!("ambiguous: {}", ids.join(", "))));
         }
         (None, Err(DetectError::Unknown)) => {
             bail!("no adapter recognises input {}; pass --format with one of: {}", file.display, registry::choices())
@@ -171,40 +337,45 @@ fn normalize_file(
         }
     };
     let ctx = ParseContext { source_file: &file.display, options: &options.parse, modified: file.modified };
-    let mut sink = DatasetSink {
-        writer,
-        records: RowCounts::default(),
-        diagnostics: DiagnosticSummary::default(),
-        salt_key: options.hash_salt.as_ref().map(|salt| hash::salt_key(salt.as_bytes())),
-        show: if options.show_lines { SHOWN_LINES.saturating_sub(shown_lines.len()) } else { 0 },
-        offending: Vec::new(),
-    };
-    let report = adapter.parse(input.reader(), &ctx, &mut sink).map_err(|e| match e {
-        infertrace_adapter::ParseError::Write(e) => {
-            anyhow::Error::new(e).context(format!("cannot write output {}", options.output.display()))
-        }
+    let report = adapter.parse(input.reader(), &ctx, sink).map_err(|e| match e {
+        infertrace_adapter::ParseError::Write(e) => write_error(e, options),
         other => anyhow::Error::new(other).context(read_error()),
     })?;
-    let (records, diagnostics, offending) = (sink.records, sink.diagnostics, sink.offending);
     let compression = input.compression();
     let digest = input.finish().with_context(read_error)?;
-    if !offending.is_empty() {
-        shown_lines.extend(read_lines(file, options.limits, &offending).with_context(read_error)?);
+    Ok(FileOutcome::Parsed(Box::new(Parsed { format: adapter.id(), report, compression, digest })))
+}
+
+impl Parsed {
+    /// The manifest entry of `file`, whose rows went through `sink`; with `--show-lines`, reads the offending lines.
+    fn into_outcome(
+        self,
+        file: &InputFile,
+        options: &NormalizeOptions<'_>,
+        sink: DatasetSink<'_>,
+        shown_lines: &mut Vec<ShownLine>,
+    ) -> Result<Outcome> {
+        let (records, diagnostics, offending) = (sink.records, sink.diagnostics, sink.offending);
+        if !offending.is_empty() {
+            let lines = read_lines(file, options.limits, &offending);
+            shown_lines.extend(lines.with_context(|| format!("cannot read input {}", file.display))?);
+        }
+        let Parsed { format, report, compression, digest } = self;
+        Ok(Outcome::Read(Box::new(InputEntry {
+            path: file.display.clone(),
+            bytes: digest.bytes,
+            sha256: digest.sha256,
+            compression: compression.as_str().to_owned(),
+            format: format.to_owned(),
+            format_version: report.format_version,
+            clock_domain: report.clock_domain,
+            year: report.year,
+            lines: report.lines,
+            records,
+            diagnostics,
+            details: report.details,
+        })))
     }
-    Ok(Outcome::Read(Box::new(InputEntry {
-        path: file.display.clone(),
-        bytes: digest.bytes,
-        sha256: digest.sha256,
-        compression: compression.as_str().to_owned(),
-        format: adapter.id().to_owned(),
-        format_version: report.format_version,
-        clock_domain: report.clock_domain,
-        year: report.year,
-        lines: report.lines,
-        records,
-        diagnostics,
-        details: report.details,
-    })))
 }
 
 /// Reads `file` again for the text of the lines of `offending`, for `--show-lines`.
@@ -245,6 +416,20 @@ struct DatasetSink<'w> {
     show: usize,
     /// Line and kind of the first diagnostics, for `--show-lines`.
     offending: Vec<(u64, &'static str)>,
+}
+
+impl<'w> DatasetSink<'w> {
+    /// A sink for the next file, `shown` offending lines having been kept so far.
+    fn new(writer: &'w mut DatasetWriter, options: &NormalizeOptions<'_>, shown: usize) -> Self {
+        DatasetSink {
+            writer,
+            records: RowCounts::default(),
+            diagnostics: DiagnosticSummary::default(),
+            salt_key: options.hash_salt.as_ref().map(|salt| hash::salt_key(salt.as_bytes())),
+            show: if options.show_lines { SHOWN_LINES.saturating_sub(shown) } else { 0 },
+            offending: Vec::new(),
+        }
+    }
 }
 
 impl Sink for DatasetSink<'_> {

@@ -35,8 +35,7 @@ fn two_runs_over_every_valid_input_write_the_same_bytes() {
 }
 
 /// Reading, parsing and encoding run on their own threads that pass data on in order, so how many cores they get
-/// cannot change a byte: the binary pinned to one CPU (`taskset`) writes what it writes with every CPU. (No option
-/// chooses a number of worker threads yet: when normalize splits files or chunks, issue #10, compare those too.)
+/// cannot change a byte: the binary pinned to one CPU (`taskset`) writes what it writes with every CPU.
 #[test]
 fn one_cpu_or_all_write_the_same_bytes() {
     if std::process::Command::new("taskset").arg("--version").output().is_err() {
@@ -63,5 +62,62 @@ fn one_cpu_or_all_write_the_same_bytes() {
     assert_eq!(all.len(), 4);
     for ((name, a), (_, b)) in all.iter().zip(&one) {
         assert!(a == b, "{name} differs between one CPU and all");
+    }
+}
+
+/// Small files are parsed ahead in parallel and written in turn, and lines are prepared in parallel in chunks and
+/// folded in order, so `--threads` changes when work happens and never what is written. Generated logs of a few MB
+/// make many chunks (128 threads cut 128 KiB chunks; 2 threads 1 MiB; 1 thread reads line by line), so requests
+/// open in one chunk and end in another.
+#[test]
+fn every_thread_count_writes_the_same_bytes() {
+    use std::io::Write as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, f: &dyn Fn(&mut std::fs::File) -> std::io::Result<()>| {
+        let path = dir.path().join(name);
+        let mut file = std::fs::File::create(&path).unwrap();
+        f(&mut file).unwrap();
+        file.flush().unwrap();
+        path
+    };
+    let vllm = write("vllm-0.14.log", &|out| {
+        use infertrace_adapter_vllm::generate::{Generation, LogOptions, write_log};
+        write_log(out, Generation::V0_14, LogOptions { requests: 40, prompt_tokens: (500, 8_000), seed: 3 }).map(drop)
+    });
+    let sglang = write("sglang-0.5.10.log", &|out| {
+        use infertrace_adapter_sglang::generate::{Generation, write_log};
+        write_log(out, Generation::V0_5_10, 10_000, 3).map(drop)
+    });
+    let mooncake = write("mooncake.jsonl", &|out| {
+        infertrace_adapter_traces::generate::write_mooncake(out, 600, 10, false, 3).map(drop)
+    });
+    for path in [&vllm, &sglang, &mooncake] {
+        let bytes = std::fs::metadata(path).unwrap().len();
+        assert!(bytes > 600_000, "{} is only {bytes} bytes: too few chunks to test", path.display());
+    }
+    let mut inputs = common::valid_inputs();
+    inputs.extend([vllm, sglang, mooncake]);
+    let run = |threads: usize| {
+        let output = dir.path().join(format!("threads-{threads}"));
+        let options =
+            NormalizeOptions { inputs: inputs.clone(), output: output.clone(), threads, ..Default::default() };
+        let report = normalize(&options, &ProgressBar::hidden()).unwrap();
+        (report.manifest, common::dataset_files(&output))
+    };
+    let (manifest, one) = run(1);
+    // The generated inputs are the last three; each made rows.
+    let generated = &manifest.inputs[manifest.inputs.len() - 3..];
+    assert_eq!(generated.iter().map(|i| i.format.as_str()).collect::<Vec<_>>(), ["vllm-log", "sglang-log", "mooncake"]);
+    assert_eq!(generated[0].records.requests, 40);
+    // More samples than a file read ahead may hold (16 MiB at 256 bytes a row): with several threads the SGLang log
+    // is read ahead, found too large and streamed.
+    assert!(generated[1].records.samples > 65_536 && generated[2].records.requests == 6_000, "{generated:?}");
+    for threads in [2, 5, 128] {
+        let (_, other) = run(threads);
+        assert_eq!(other.len(), one.len());
+        for ((name, a), (_, b)) in one.iter().zip(&other) {
+            assert!(a == b, "{name} differs between 1 thread and {threads}");
+        }
     }
 }

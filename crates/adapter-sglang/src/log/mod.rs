@@ -20,6 +20,7 @@ mod time_stats;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
+use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::{civil_to_nanos, next_date, seconds_to_nanos, utc_date};
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
@@ -94,103 +95,97 @@ impl Adapter for SglangLog {
         let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
         let mut open = OpenRequests::default();
         let mut http: BTreeMap<String, u64> = BTreeMap::new();
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-            if line.trim_ascii().is_empty() {
-                continue;
-            }
-            let (message, time, instance) = match envelope::parse(line) {
-                Some(record) => (record.message, clock.instant(&record, line_no, sink), Some(record.ranks)),
-                // Pre-0.3 schedulers wrote their lines without any envelope, and JSON request logs (0.5.7) have none.
-                None if line.starts_with("new fill batch. ")
-                    || line.starts_with("#running-req: ")
-                    || line.starts_with('{') =>
-                {
-                    (line, None, None)
-                }
-                None => {
+        map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
+            let Some(line) = utf8_line(line_no, bytes, sink) else { return Ok(()) };
+            let Some((record, message)) = message_of(line) else {
+                if !line.trim_ascii().is_empty() {
                     sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not an SGLang log record"));
-                    continue;
                 }
+                return Ok(());
             };
-            if let Some(request) = requests::parse(message) {
-                // Bare JSON request logs carry their own local `timestamp` (datetime.now().isoformat()).
-                let logged_at = |facts: &RequestFacts| {
-                    let text = facts.logged_at.as_deref()?;
-                    infertrace_adapter::time::parse_datetime(text, ctx.options.utc_offset).ok().map(|i| i.nanos)
-                };
-                match request {
-                    RequestLine::Received(facts) if time.is_none() => {
-                        let time = logged_at(&facts);
-                        open.receive(facts, time, line_no, ctx, sink)?
-                    }
-                    RequestLine::Finished(facts) if time.is_none() => {
-                        let time = logged_at(&facts);
-                        open.finish(facts, time, line_no, ctx, sink)?
-                    }
-                    RequestLine::Received(facts) => open.receive(facts, time, line_no, ctx, sink)?,
-                    RequestLine::Finished(facts) => open.finish(facts, time, line_no, ctx, sink)?,
-                    RequestLine::Malformed(what) => {
-                        sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what));
-                    }
-                }
-                continue;
-            }
-            if let Some(key) = access(message) {
-                *http.entry(key).or_default() += 1;
-                continue;
-            }
-            if let Some(stats) = time_stats::parse(message) {
-                match stats {
-                    Ok(stats) => {
-                        let instance = instance.filter(|r| !r.is_empty());
-                        open.time_stats(stats, time, instance, line_no, ctx, sink)?
-                    }
-                    Err(what) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what)),
-                }
-                continue;
-            }
-            let Some(batch) = batch::parse(message) else { continue };
-            for key in batch.unknown {
-                sink.diagnostic(Diagnostic::new(
-                    line_no,
-                    DiagnosticKind::MalformedRecord,
-                    format!(
-                        "unknown batch field `{key}` (a newer release's field, or a line broken by terminal wrapping)"
-                    ),
-                ));
-            }
-            for key in batch.unreadable {
-                *skipped.entry(key.to_owned()).or_default() += 1;
-                sink.diagnostic(Diagnostic::new(
-                    line_no,
-                    DiagnosticKind::InvalidValue,
-                    format!("`{key}` is not a number"),
-                ));
-            }
-            let Some(time) = time else {
-                if !batch.values.is_empty() {
-                    sink.diagnostic(Diagnostic::new(
-                        line_no,
-                        DiagnosticKind::MissingField,
-                        "batch statistics without a time (pre-0.3 lines have none) were skipped",
-                    ));
-                }
-                continue;
+            let (time, instance) = match &record {
+                Some(record) => (clock.instant(record, line_no, sink), Some(record.ranks)),
+                None => (None, None),
             };
-            let instance = instance.filter(|r| !r.is_empty()).map(str::to_owned);
-            for (metric, value) in batch.values {
-                sink.sample(EngineSample {
-                    time,
-                    source: Self::ID.to_owned(),
-                    instance: instance.clone(),
-                    metric: metric.to_owned(),
-                    value,
-                    source_file: Some(ctx.source_file.to_owned()),
-                    source_line: Some(line_no),
-                })?;
+            // `prepare` classified this very message; a line it could not read (the fold's `utf8_line` has already
+            // reported it) never gets here.
+            match prepared.unwrap_or_else(|| classify(message)) {
+                Message::Request(request) => {
+                    // Bare JSON request logs carry their own local `timestamp` (datetime.now().isoformat()).
+                    let logged_at = |facts: &RequestFacts| {
+                        let text = facts.logged_at.as_deref()?;
+                        infertrace_adapter::time::parse_datetime(text, ctx.options.utc_offset).ok().map(|i| i.nanos)
+                    };
+                    match request {
+                        RequestLine::Received(facts) if time.is_none() => {
+                            let time = logged_at(&facts);
+                            open.receive(facts, time, line_no, ctx, sink)?
+                        }
+                        RequestLine::Finished(facts) if time.is_none() => {
+                            let time = logged_at(&facts);
+                            open.finish(facts, time, line_no, ctx, sink)?
+                        }
+                        RequestLine::Received(facts) => open.receive(facts, time, line_no, ctx, sink)?,
+                        RequestLine::Finished(facts) => open.finish(facts, time, line_no, ctx, sink)?,
+                        RequestLine::Malformed(what) => {
+                            sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what));
+                        }
+                    }
+                }
+                Message::Access(key) => *http.entry(key).or_default() += 1,
+                Message::TimeStats(Ok(stats)) => {
+                    let instance = instance.filter(|r| !r.is_empty());
+                    open.time_stats(stats, time, instance, line_no, ctx, sink)?
+                }
+                Message::TimeStats(Err(what)) => {
+                    sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what))
+                }
+                Message::Batch(batch) => {
+                    for key in batch.unknown {
+                        sink.diagnostic(Diagnostic::new(
+                            line_no,
+                            DiagnosticKind::MalformedRecord,
+                            format!(
+                                "unknown batch field `{key}` (a newer release's field, or a line broken by terminal \
+                                 wrapping)"
+                            ),
+                        ));
+                    }
+                    for key in batch.unreadable {
+                        sink.diagnostic(Diagnostic::new(
+                            line_no,
+                            DiagnosticKind::InvalidValue,
+                            format!("`{key}` is not a number"),
+                        ));
+                        *skipped.entry(key).or_default() += 1;
+                    }
+                    let Some(time) = time else {
+                        if !batch.values.is_empty() {
+                            sink.diagnostic(Diagnostic::new(
+                                line_no,
+                                DiagnosticKind::MissingField,
+                                "batch statistics without a time (pre-0.3 lines have none) were skipped",
+                            ));
+                        }
+                        return Ok(());
+                    };
+                    let instance = instance.filter(|r| !r.is_empty()).map(str::to_owned);
+                    for (metric, value) in batch.values {
+                        sink.sample(EngineSample {
+                            time,
+                            source: Self::ID.to_owned(),
+                            instance: instance.clone(),
+                            metric: metric.to_owned(),
+                            value,
+                            source_file: Some(ctx.source_file.to_owned()),
+                            source_line: Some(line_no),
+                        })?;
+                    }
+                }
+                Message::Other => {}
             }
-        }
+            Ok::<_, ParseError>(())
+        })?;
         open.flush_all(ctx, sink)?;
         let mut details = BTreeMap::new();
         if !http.is_empty() {
@@ -216,6 +211,71 @@ impl Adapter for SglangLog {
             details,
         })
     }
+}
+
+/// A line's envelope (when it has one) and message: `None` for a line that is no SGLang record.
+fn message_of(line: &str) -> Option<(Option<envelope::Record<'_>>, &str)> {
+    if line.trim_ascii().is_empty() {
+        return None;
+    }
+    match envelope::parse(line) {
+        Some(record) => {
+            let message = record.message;
+            Some((Some(record), message))
+        }
+        // Pre-0.3 schedulers wrote their lines without any envelope, and JSON request logs (0.5.7) have none.
+        None if line.starts_with("new fill batch. ") || line.starts_with("#running-req: ") || line.starts_with('{') => {
+            Some((None, line))
+        }
+        None => None,
+    }
+}
+
+/// What a record's message says, owning what it keeps: made by [`prepare`] on any thread, folded in order.
+enum Message {
+    Request(RequestLine),
+    /// `METHOD path status` of a uvicorn access line.
+    Access(String),
+    TimeStats(Result<TimeStats, &'static str>),
+    Batch(OwnedBatch),
+    /// A record this adapter has no use for.
+    Other,
+}
+
+/// A [`batch::Batch`] with its keys owned.
+struct OwnedBatch {
+    values: Vec<(&'static str, f64)>,
+    unknown: Vec<String>,
+    unreadable: Vec<String>,
+}
+
+/// Classifies one message, in the order the formats are told apart: request lines, access lines, time stats, batch
+/// statistics.
+fn classify(message: &str) -> Message {
+    if let Some(request) = requests::parse(message) {
+        return Message::Request(request);
+    }
+    if let Some(key) = access(message) {
+        return Message::Access(key);
+    }
+    if let Some(stats) = time_stats::parse(message) {
+        return Message::TimeStats(stats);
+    }
+    match batch::parse(message) {
+        Some(batch) => Message::Batch(OwnedBatch {
+            values: batch.values,
+            unknown: batch.unknown.into_iter().map(str::to_owned).collect(),
+            unreadable: batch.unreadable.into_iter().map(str::to_owned).collect(),
+        }),
+        None => Message::Other,
+    }
+}
+
+/// The pure part of reading a line, done by [`map_lines`] on any thread: its message classified. `None` for a line
+/// that is not UTF-8 or no record, which the fold reports.
+fn prepare(bytes: &[u8]) -> Option<Message> {
+    let (_, message) = message_of(std::str::from_utf8(bytes).ok()?)?;
+    Some(classify(message))
 }
 
 static ACCESS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {

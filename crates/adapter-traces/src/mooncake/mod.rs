@@ -106,6 +106,7 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::sync::LazyLock;
 
+use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::millis_to_nanos;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
@@ -254,20 +255,17 @@ fn parse(
 ) -> Result<ParseReport, ParseError> {
     let mut parser = Parser::new(source, delta, ctx);
     let mut lines = LineReader::new(input);
-    while let Some((line_no, bytes)) = lines.next_bytes()? {
-        let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
+    map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
+        let Some(line) = utf8_line(line_no, bytes, sink) else { return Ok(()) };
         if line.trim_ascii().is_empty() {
-            continue;
+            return Ok(());
         }
-        let record: Record<'_> = match serde_json::from_str(line) {
-            Ok(record) => record,
-            Err(e) => {
-                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e)));
-                continue;
-            }
-        };
-        parser.record(line_no, record, sink)?;
-    }
+        match prepared.unwrap_or_else(|| read_record(line)) {
+            Ok(record) => parser.record(line_no, record, sink)?,
+            Err(message) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message)),
+        }
+        Ok::<_, ParseError>(())
+    })?;
     let variant = parser.variant.unwrap_or(if delta { Variant::Delta } else { Variant::Mooncake });
     parser.counts.add("sessions", parser.sessions.started);
     parser.counts.add("sessions_evicted", parser.sessions.evicted);
@@ -278,6 +276,17 @@ fn parse(
         lines: lines.lines_read(),
         details: parser.counts.into_details(),
     })
+}
+
+/// The pure part of reading a line, done by [`map_lines`] on any thread: the JSON record, or the message of why it
+/// is not one. `None` for lines that are not UTF-8 or blank, which the fold handles.
+fn prepare(bytes: &[u8]) -> Option<Result<Record<'static>, String>> {
+    let line = std::str::from_utf8(bytes).ok()?;
+    (!line.trim_ascii().is_empty()).then(|| read_record(line))
+}
+
+fn read_record(line: &str) -> Result<Record<'static>, String> {
+    serde_json::from_str::<Record<'_>>(line).map(Record::into_owned).map_err(|e| json::error_message(&e))
 }
 
 /// Run-level facts for the manifest; only non-zero counts are written.

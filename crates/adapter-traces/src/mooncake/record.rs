@@ -67,6 +67,42 @@ pub(super) struct Record<'a> {
 }
 
 impl Record<'_> {
+    /// The record with its borrowed strings copied, so that it can outlive its line: lines are parsed on worker
+    /// threads and folded on another.
+    pub(super) fn into_owned(self) -> Record<'static> {
+        Record {
+            schema: self.schema.map(owned),
+            version: self.version,
+            block_size: self.block_size,
+            hash_id_scope: self.hash_id_scope.map(owned),
+            timestamp: self.timestamp,
+            input_length: self.input_length,
+            output_length: self.output_length,
+            output_token_ids: self.output_token_ids,
+            hash_ids: self.hash_ids,
+            request_id: self.request_id.map(Id::into_owned),
+            session_id: self.session_id.map(Id::into_owned),
+            delay: self.delay,
+            priority: self.priority,
+            strict_priority: self.strict_priority,
+            policy_class: self.policy_class,
+            play_id: self.play_id.map(Id::into_owned),
+            model: self.model.map(owned),
+            not_before_ms: self.not_before_ms,
+            recorded_api_time_ms: self.recorded_api_time_ms,
+            dependencies: self.dependencies.map(|d| d.into_iter().map(Dependency::into_owned).collect()),
+            wait_for: self.wait_for.map(|ids| ids.into_iter().map(Id::into_owned).collect()),
+            tool_wait_ms: self.tool_wait_ms,
+            tool_events: self.tool_events,
+            num_turns: self.num_turns,
+            input_prompt_length: self.input_prompt_length,
+            assistant_response_length: self.assistant_response_length,
+            tool_call_output_length: self.tool_call_output_length,
+            tool_call_latency: self.tool_call_latency,
+            final_assistant_response_length: self.final_assistant_response_length,
+        }
+    }
+
     /// Whether the line carries a key only the legacy agentic rows have.
     pub(super) fn has_agentic_keys(&self) -> bool {
         self.wait_for.is_some() || self.tool_wait_ms.is_some() || self.tool_events.is_some()
@@ -90,6 +126,21 @@ pub(super) struct Dependency<'a> {
     pub(super) relation: Option<Cow<'a, str>>,
 }
 
+impl Dependency<'_> {
+    fn into_owned(self) -> Dependency<'static> {
+        Dependency {
+            request_id: self.request_id.map(Id::into_owned),
+            trigger: self.trigger.map(owned),
+            delay_ms: self.delay_ms,
+            relation: self.relation.map(owned),
+        }
+    }
+}
+
+fn owned(text: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(text.into_owned())
+}
+
 /// Ids are strings in Dynamo's fixtures but may be numbers elsewhere (u64, never through f64).
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -99,6 +150,13 @@ pub(super) enum Id<'a> {
 }
 
 impl Id<'_> {
+    fn into_owned(self) -> Id<'static> {
+        match self {
+            Id::Text(text) => Id::Text(owned(text)),
+            Id::Number(n) => Id::Number(n),
+        }
+    }
+
     pub(super) fn into_string(self) -> String {
         match self {
             Id::Text(text) => text.into_owned(),

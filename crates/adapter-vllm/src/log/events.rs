@@ -287,6 +287,35 @@ impl Default for OpenRequests {
 }
 
 /// Bytes the prefix hashes of `row` take.
+/// What a request row takes from a `Received request` (or `Request … details`) line: the prompt already reduced
+/// to its token count and block hashes, so that this work happens where lines are prepared, in parallel.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Fields {
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) prompt: Option<Prompt>,
+}
+
+/// A logged prompt, as counts and hashes only.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Prompt {
+    /// Token count (`None` past `u32::MAX`).
+    pub(crate) tokens: Option<u32>,
+    /// Chained hashes of its full 16-token blocks.
+    pub(crate) hashes: Vec<u64>,
+}
+
+impl From<&Received> for Fields {
+    fn from(received: &Received) -> Self {
+        Self {
+            max_tokens: received.max_tokens,
+            prompt: received.prompt_token_ids.as_ref().map(|ids| Prompt {
+                tokens: u32::try_from(ids.len()).ok(),
+                hashes: chained_block_hashes(ids, BLOCK_SIZE as usize),
+            }),
+        }
+    }
+}
+
 fn hash_bytes(row: &RequestRow) -> usize {
     row.prefix_hashes.as_ref().map_or(0, |h| h.len() * size_of::<u64>())
 }
@@ -313,7 +342,7 @@ impl OpenRequests {
         &mut self,
         event: Event,
         id: &str,
-        received: Option<&Received>,
+        received: Option<Fields>,
         time: Option<i64>,
         line: u64,
         ctx: &ParseContext<'_>,
@@ -345,10 +374,10 @@ impl OpenRequests {
             if fields.max_tokens.is_some() {
                 row.max_tokens = fields.max_tokens;
             }
-            if let Some(ids) = &fields.prompt_token_ids {
+            if let Some(prompt) = fields.prompt {
                 self.hash_bytes -= hash_bytes(row);
-                row.input_tokens = u32::try_from(ids.len()).ok();
-                row.prefix_hashes = Some(chained_block_hashes(ids, BLOCK_SIZE as usize));
+                row.input_tokens = prompt.tokens;
+                row.prefix_hashes = Some(prompt.hashes);
                 row.block_size = Some(BLOCK_SIZE);
                 self.hash_bytes += hash_bytes(row);
             }
@@ -453,7 +482,8 @@ mod tests {
         for n in 0..requests {
             let fields = Received { max_tokens: None, prompt_token_ids: Some((0..tokens).collect()) };
             let time = i64::try_from(n).unwrap() * NANOS_PER_SEC;
-            open.apply(Event::Received, &format!("r{n}"), Some(&fields), Some(time), n + 1, &ctx, sink).unwrap();
+            let fields = Some(Fields::from(&fields));
+            open.apply(Event::Received, &format!("r{n}"), fields, Some(time), n + 1, &ctx, sink).unwrap();
             open.expire(time, n + 1, sink).unwrap();
         }
     }

@@ -90,15 +90,18 @@ pub(crate) struct Received {
 // A `Line` lives on the stack for one message and is never stored, so the size of `Stats` costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Line<'a> {
+///
+/// `F` is what the fields of a `Received` or `Details` line became: [`Received`] as parsed, or the adapter's own
+/// form of them (see [`parse_message_with`]).
+pub(crate) enum Line<'a, F = Received> {
     Stats(Stats),
     Received {
         id: &'a str,
-        fields: Received,
+        fields: F,
     },
     Details {
         id: &'a str,
-        fields: Received,
+        fields: F,
     },
     Added {
         id: &'a str,
@@ -199,12 +202,29 @@ static LIFECYCLE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// Classifies one message.
+/// Classifies one message, its fields parsed as they are written (the tests' view; the adapter hashes prompts as it
+/// parses, through [`parse_message_with`]).
+#[cfg(test)]
 pub(crate) fn parse_message(message: &str) -> Line<'_> {
+    parse_message_with(message, parse_received)
+}
+
+/// Whether `message` may be a `Received request` or `Request … details` line, the only ones whose fields
+/// [`parse_message_with`] hands to its `fields` function.
+pub(crate) fn may_carry_fields(message: &str) -> bool {
+    message.starts_with("Received request ") || message.starts_with("Request ")
+}
+
+/// [`parse_message`] with the fields of `Received` and `Details` lines (the text after `<id>: ` or `details: `) made
+/// by `fields`, which is called at most once, and only for such lines.
+pub(crate) fn parse_message_with<F>(
+    message: &str,
+    fields: impl FnOnce(&str) -> Result<F, &'static str>,
+) -> Line<'_, F> {
     let message = message.trim_end();
     if let Some(rest) = message.strip_prefix("Received request ") {
         return match rest.split_once(": ") {
-            Some((id, fields)) => match parse_received(fields) {
+            Some((id, text)) => match fields(text) {
                 Ok(fields) => Line::Received { id, fields },
                 Err(what) => Line::Malformed { what },
             },
@@ -212,9 +232,9 @@ pub(crate) fn parse_message(message: &str) -> Line<'_> {
         };
     }
     if let Some(rest) = message.strip_prefix("Request ")
-        && let Some((id, fields)) = rest.split_once(" details: ")
+        && let Some((id, fields_text)) = rest.split_once(" details: ")
     {
-        return match parse_received(fields) {
+        return match fields(fields_text) {
             Ok(fields) => Line::Details { id, fields },
             Err(what) => Line::Malformed { what },
         };
@@ -319,7 +339,7 @@ fn parse_stats(message: &str) -> Option<Stats> {
 }
 
 /// Parses the `key: value` fields after `Received request <id>: ` (or `Request <id> details: `).
-fn parse_received(mut rest: &str) -> Result<Received, &'static str> {
+pub(crate) fn parse_received(mut rest: &str) -> Result<Received, &'static str> {
     let mut fields = Received::default();
     loop {
         rest = rest.trim_start();

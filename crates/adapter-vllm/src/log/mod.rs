@@ -21,12 +21,13 @@ mod line;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
+use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
 };
 
 use envelope::Envelope;
-use events::{Clock, Event, Instances, OpenRequests, SampleSource};
+use events::{Clock, Event, Fields, Instances, OpenRequests, SampleSource};
 use line::Line;
 
 /// The vLLM text log adapter.
@@ -110,21 +111,22 @@ impl Adapter for VllmLog {
             http: BTreeMap::new(),
             joined_http: 0,
         };
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(text) = utf8_line(line_no, bytes, sink) else { continue };
+        map_lines(&mut lines, prepare, |line_no, bytes, mut prepared| {
+            let Some(text) = utf8_line(line_no, bytes, sink) else { return Ok(()) };
             if text.trim_ascii().is_empty() {
-                continue;
+                return Ok(());
             }
             let clean = envelope::strip_ansi(text);
             if let Some(json) = json_record::parse(&clean) {
                 match json {
                     Ok(record) => {
                         let time = state.clock.json_instant(&record, line_no, sink);
-                        state.message(&record.message, record.process_name.as_deref(), time, line_no, sink)?;
+                        let process = record.process_name.as_deref();
+                        state.message(&record.message, process, time, line_no, &mut prepared, sink)?;
                     }
                     Err(message) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, message)),
                 }
-                continue;
+                return Ok(());
             }
             let mut rest: &str = &clean;
             // Records pasted together without a newline are split and handled one after the other.
@@ -149,13 +151,14 @@ impl Adapter for VllmLog {
                 }
                 state.version.observe(&record);
                 let time = state.clock.instant(&record, line_no, sink);
-                state.message(record.message, record.process, time, line_no, sink)?;
+                state.message(record.message, record.process, time, line_no, &mut prepared, sink)?;
                 match next {
                     Some(next) => rest = next,
                     None => break,
                 }
             }
-        }
+            Ok::<_, ParseError>(())
+        })?;
         state.requests.finish(sink)?;
         let mut details = BTreeMap::new();
         if !state.http.is_empty() {
@@ -170,6 +173,46 @@ impl Adapter for VllmLog {
             details,
         })
     }
+}
+
+/// The fields of a line's first record when it is a `Received request` or `Request … details` line (prompt hashed),
+/// or why they are malformed.
+type Prepared = Result<Fields, &'static str>;
+
+/// The pure, heavy part of reading a line, done by [`map_lines`] on any thread: the fields of the line's first
+/// record when that is a `Received request` or `Request … details` line, found exactly as the fold finds that
+/// record. `None` for every other line; the fold then parses the line itself.
+fn prepare(bytes: &[u8]) -> Option<Prepared> {
+    // Most lines are not requests, and a request line says so within its first few dozen bytes.
+    let head = &bytes[..bytes.len().min(512)];
+    if memchr::memmem::find(head, b"Received request ").is_none() && memchr::memmem::find(head, b"Request ").is_none() {
+        return None;
+    }
+    let clean = envelope::strip_ansi(std::str::from_utf8(bytes).ok()?);
+    let owned;
+    let message = match json_record::parse(&clean) {
+        Some(json) => {
+            owned = json.ok()?.message;
+            owned.as_str()
+        }
+        None => {
+            let Envelope::Record(record) = envelope::parse(&clean) else { return None };
+            &record.message[..envelope::glued_record(record.message).unwrap_or(record.message.len())]
+        }
+    };
+    if !line::may_carry_fields(message) {
+        return None;
+    }
+    match line::parse_message_with(message, parse_fields) {
+        Line::Received { fields, .. } | Line::Details { fields, .. } => Some(Ok(fields)),
+        Line::Malformed { what } => Some(Err(what)),
+        _ => None,
+    }
+}
+
+/// Parses a request line's fields and hashes its prompt.
+fn parse_fields(text: &str) -> Result<Fields, &'static str> {
+    line::parse_received(text).map(|received| Fields::from(&received))
 }
 
 /// What folding one input needs besides the line at hand.
@@ -190,20 +233,24 @@ const INFERENCE_PATHS: &[&str] =
     &["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/generate", "/v1/generate"];
 
 impl State<'_> {
-    /// Handles one record's message, logged by `process` at `time`.
+    /// Handles one record's message, logged by `process` at `time`. `prepared` is what [`prepare`] made of the
+    /// line's first record, taken by the first message that needs it.
+    #[allow(clippy::too_many_arguments)]
     fn message(
         &mut self,
         message: &str,
         process: Option<&str>,
         time: Option<i64>,
         line_no: u64,
+        prepared: &mut Option<Prepared>,
         sink: &mut dyn Sink,
     ) -> Result<(), ParseError> {
         let ctx = self.ctx;
         if let Some(now) = time {
             self.requests.expire(now, line_no, sink)?;
         }
-        match line::parse_message(message) {
+        let fields = |text: &str| prepared.take().unwrap_or_else(|| parse_fields(text));
+        match line::parse_message_with(message, fields) {
             Line::Stats(stats) => match time {
                 Some(time) => {
                     let at = SampleSource { source: VllmLog::ID, ctx, process, line: line_no, time };
@@ -216,7 +263,7 @@ impl State<'_> {
                 )),
             },
             Line::Received { id, fields } | Line::Details { id, fields } => {
-                self.requests.apply(Event::Received, id, Some(&fields), time, line_no, ctx, sink)?;
+                self.requests.apply(Event::Received, id, Some(fields), time, line_no, ctx, sink)?;
             }
             Line::Added { id } => self.requests.apply(Event::Added, id, None, time, line_no, ctx, sink)?,
             Line::Finished { id } => self.requests.apply(Event::Finished, id, None, time, line_no, ctx, sink)?,

@@ -1,0 +1,273 @@
+//! Line-parallel parsing: an adapter's pure first stage on every thread, its fold in input order on one.
+//!
+//! Every line-oriented adapter has two stages: pure functions that turn one line into a typed value, and a fold that
+//! joins those values into rows with state that spans lines (open requests, the clock, instance names). Only the
+//! first stage can run out of order, and for the heavy lines (a vLLM `Received request` line with 30,000 token ids,
+//! a JSON record) it is almost all of the work. [`map_lines`] reads the input in chunks of whole lines, runs the
+//! adapter's `prepare` over every line of a chunk on the rayon pool, and meanwhile calls its `fold` for every line
+//! of the previous chunks, in input order, with what `prepare` made of the line.
+//!
+//! The fold sees the same lines in the same order with the same prepared values whatever the number of threads, so
+//! the output is the same byte for byte: parallelism changes when work happens, never what is written. The thread
+//! count is rayon's ([`rayon::current_num_threads`]): the CLI runs `normalize` inside a pool of `--threads` threads;
+//! with one thread, lines are prepared and folded one at a time without copying.
+//!
+//! Memory stays bounded: at most three batches of `2 × threads` chunks are alive (one folded, one prepared, one
+//! read), each chunk about [`CHUNK_BYTES`] (one line longer than that makes a chunk of its own, up to the line
+//! length limit).
+
+use std::io::{self, BufRead};
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::lines::{LineReader, OVERLONG};
+
+/// Bytes of input per chunk handed to a worker: large enough that a chunk's bookkeeping is negligible, small
+/// enough that a batch of them stays a few MiB.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// Upper bound on the input bytes of one batch, whatever the thread count.
+const BATCH_BYTES: usize = 32 << 20;
+
+/// Reads every line of `lines`, calls `prepare` on each (on any thread), and `fold` on each in input order with its
+/// number, its bytes and what `prepare` returned.
+///
+/// The bytes given to both are what [`LineReader::next_bytes`] returns, the too-long marker included, so `fold`
+/// passes them to [`utf8_line`](crate::utf8_line) as a sequential read loop would. `prepare` must be a pure function
+/// of the line: it may run more than once per line's worth of data in future versions, and never sees state.
+/// Stops at the first error of `fold` or of reading.
+pub fn map_lines<R, T, E>(
+    lines: &mut LineReader<R>,
+    prepare: impl Fn(&[u8]) -> T + Sync,
+    fold: impl FnMut(u64, &[u8], T) -> Result<(), E>,
+) -> Result<(), E>
+where
+    R: BufRead,
+    T: Send,
+    E: From<io::Error>,
+{
+    let threads = rayon::current_num_threads();
+    map_lines_with(lines, threads, (BATCH_BYTES / (2 * threads)).clamp(64 << 10, CHUNK_BYTES), prepare, fold)
+}
+
+/// [`map_lines`] with an explicit thread count and chunk size, so tests can cut an input into many small chunks.
+pub(crate) fn map_lines_with<R, T, E>(
+    lines: &mut LineReader<R>,
+    threads: usize,
+    chunk_bytes: usize,
+    prepare: impl Fn(&[u8]) -> T + Sync,
+    mut fold: impl FnMut(u64, &[u8], T) -> Result<(), E>,
+) -> Result<(), E>
+where
+    R: BufRead,
+    T: Send,
+    E: From<io::Error>,
+{
+    if threads <= 1 {
+        while let Some((number, bytes)) = lines.next_bytes()? {
+            let prepared = prepare(bytes);
+            fold(number, bytes, prepared)?;
+        }
+        return Ok(());
+    }
+    let batch_chunks = 2 * threads;
+    let mut spare: Vec<Chunk<T>> = Vec::new();
+    let mut current = read_batch(lines, batch_chunks, chunk_bytes, &mut spare)?;
+    current.par_iter_mut().for_each(|chunk| chunk.prepare(&prepare));
+    let mut next = read_batch(lines, batch_chunks, chunk_bytes, &mut spare)?;
+    while !current.is_empty() {
+        // Prepare the next batch on the pool while this thread folds the current one and then reads the one after.
+        let (folded, read) = rayon::in_place_scope(|scope| {
+            let to_prepare = &mut next;
+            let prepare = &prepare;
+            scope.spawn(move |_| to_prepare.par_iter_mut().for_each(|chunk| chunk.prepare(prepare)));
+            let folded = current.iter_mut().try_for_each(|chunk| chunk.fold(&mut fold));
+            let read = match folded {
+                Ok(()) => read_batch(lines, batch_chunks, chunk_bytes, &mut spare).map(Some),
+                Err(_) => Ok(None),
+            };
+            (folded, read)
+        });
+        folded?;
+        let after = read?.unwrap_or_default();
+        spare.append(&mut current);
+        current = std::mem::replace(&mut next, after);
+    }
+    Ok(())
+}
+
+/// Whole lines of the input, copied, with what `prepare` made of each.
+struct Chunk<T> {
+    /// Number of the first line.
+    first: u64,
+    data: Vec<u8>,
+    /// Each line's bytes in `data`, or `None` for a line longer than the limit (given as the too-long marker).
+    lines: Vec<Option<Range<usize>>>,
+    prepared: Vec<T>,
+}
+
+impl<T> Chunk<T> {
+    fn line(&self, i: usize) -> &[u8] {
+        match &self.lines[i] {
+            Some(range) => &self.data[range.clone()],
+            None => OVERLONG,
+        }
+    }
+
+    fn prepare(&mut self, prepare: &(impl Fn(&[u8]) -> T + Sync)) {
+        self.prepared.clear();
+        self.prepared.reserve(self.lines.len());
+        for i in 0..self.lines.len() {
+            let value = prepare(self.line(i));
+            self.prepared.push(value);
+        }
+    }
+
+    fn fold<E>(&mut self, fold: &mut impl FnMut(u64, &[u8], T) -> Result<(), E>) -> Result<(), E> {
+        let prepared = std::mem::take(&mut self.prepared);
+        for (i, value) in prepared.into_iter().enumerate() {
+            fold(self.first + i as u64, self.line(i), value)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads up to `chunks` chunks of about `chunk_bytes` each, reusing the buffers of `spare`; empty at the end.
+fn read_batch<R: BufRead, T>(
+    lines: &mut LineReader<R>,
+    chunks: usize,
+    chunk_bytes: usize,
+    spare: &mut Vec<Chunk<T>>,
+) -> io::Result<Vec<Chunk<T>>> {
+    let mut batch = Vec::with_capacity(chunks);
+    while batch.len() < chunks {
+        let mut chunk = spare.pop().unwrap_or_else(|| Chunk {
+            first: 0,
+            data: Vec::with_capacity(chunk_bytes + (chunk_bytes >> 2)),
+            lines: Vec::new(),
+            prepared: Vec::new(),
+        });
+        chunk.data.clear();
+        chunk.lines.clear();
+        chunk.first = lines.lines_read() + 1;
+        while chunk.data.len() < chunk_bytes {
+            let Some((_, bytes)) = lines.next_bytes()? else { break };
+            if std::ptr::eq(bytes, OVERLONG) {
+                chunk.lines.push(None);
+            } else {
+                let start = chunk.data.len();
+                chunk.data.extend_from_slice(bytes);
+                chunk.lines.push(Some(start..chunk.data.len()));
+            }
+        }
+        if chunk.lines.is_empty() {
+            spare.push(chunk);
+            break;
+        }
+        batch.push(chunk);
+    }
+    Ok(batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a sequential read loop sees: (number, bytes, prepared) for every line.
+    fn sequential(input: &[u8]) -> Vec<(u64, Vec<u8>, usize)> {
+        let mut lines = LineReader::with_limit(input, 40);
+        let mut seen = Vec::new();
+        while let Some((number, bytes)) = lines.next_bytes().unwrap() {
+            seen.push((number, bytes.to_vec(), bytes.iter().filter(|b| **b == b'a').count()));
+        }
+        seen
+    }
+
+    fn parallel(input: &[u8], threads: usize, chunk_bytes: usize) -> (Vec<(u64, Vec<u8>, usize)>, u64) {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut lines = LineReader::with_limit(input, 40);
+            let mut seen = Vec::new();
+            let prepare = |bytes: &[u8]| bytes.iter().filter(|b| **b == b'a').count();
+            map_lines_with(&mut lines, threads, chunk_bytes, prepare, |number, bytes, prepared| {
+                seen.push((number, bytes.to_vec(), prepared));
+                Ok::<_, io::Error>(())
+            })
+            .unwrap();
+            (seen, lines.lines_read())
+        })
+    }
+
+    #[test]
+    fn every_line_is_folded_once_in_order_whatever_the_threads_and_chunks() {
+        // Lines of 0 to 60 bytes (some over the 40-byte limit), CRLF and LF, a final line without a newline.
+        let mut input = Vec::new();
+        for i in 0..500usize {
+            input.extend(std::iter::repeat_n(b'a', i % 61));
+            input.extend_from_slice(if i % 3 == 0 { b"b\r\n" } else { b"\n" });
+        }
+        input.extend_from_slice(b"aaa");
+        let expected = sequential(&input);
+        assert_eq!(expected.len(), 501);
+        assert_eq!(expected[0], (1, b"b".to_vec(), 0));
+        assert_eq!(expected[2], (3, b"aa".to_vec(), 2));
+        // Line 46 holds 45 `a`s, over the limit of 40: the marker stands for it.
+        assert_eq!(expected[45].1, OVERLONG);
+        for (threads, chunk_bytes) in [(1, 1), (2, 1), (2, 7), (3, 100), (4, 1 << 20), (7, 33)] {
+            let (seen, read) = parallel(&input, threads, chunk_bytes);
+            assert_eq!(read, 501, "threads {threads}, chunks of {chunk_bytes}");
+            // The too-long marker is passed as itself, so `utf8_line` still recognises it.
+            assert_eq!(seen.len(), expected.len());
+            for (got, want) in seen.iter().zip(&expected) {
+                assert_eq!(got, want, "threads {threads}, chunks of {chunk_bytes}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_too_long_marker_survives_chunking() {
+        let input = [vec![b'x'; 100], b"\nok\n".to_vec()].concat();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let markers = pool.install(|| {
+            let mut lines = LineReader::with_limit(&input[..], 40);
+            let mut markers = Vec::new();
+            map_lines_with(
+                &mut lines,
+                2,
+                1,
+                |_| (),
+                |number, bytes, ()| {
+                    markers.push((number, std::ptr::eq(bytes, OVERLONG), bytes.len()));
+                    Ok::<_, io::Error>(())
+                },
+            )
+            .unwrap();
+            markers
+        });
+        assert_eq!(markers, [(1, true, OVERLONG.len()), (2, false, 2)]);
+    }
+
+    #[test]
+    fn the_first_fold_error_stops_the_run() {
+        let input = b"1\n2\n3\n4\n5\n".repeat(100);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let (result, folded) = pool.install(|| {
+            let mut lines = LineReader::new(&input[..]);
+            let mut folded = 0;
+            let result = map_lines_with(
+                &mut lines,
+                2,
+                4,
+                |_| (),
+                |number, _, ()| {
+                    folded += 1;
+                    if number == 17 { Err(io::Error::other("stop")) } else { Ok(()) }
+                },
+            );
+            (result, folded)
+        });
+        assert_eq!(result.unwrap_err().to_string(), "stop");
+        assert_eq!(folded, 17);
+    }
+}
