@@ -13,8 +13,9 @@
 //! with one thread, lines are prepared and folded one at a time without copying.
 //!
 //! Memory stays bounded: at most three batches of `2 × threads` chunks are alive (one folded, one prepared, one
-//! read), each chunk about [`CHUNK_BYTES`] (one line longer than that makes a chunk of its own, up to the line
-//! length limit).
+//! read), each chunk at most [`CHUNK_BYTES`] and a batch at most [`BATCH_BYTES`] of input (a line longer than a
+//! chunk makes a chunk of its own, up to the line length limit). What `prepare` makes of a line can be several
+//! times its size (a Mooncake record is about 4×), hence the small batches.
 
 use std::io::{self, BufRead};
 use std::ops::Range;
@@ -23,12 +24,11 @@ use rayon::prelude::*;
 
 use crate::lines::{LineReader, OVERLONG};
 
-/// Bytes of input per chunk handed to a worker: large enough that a chunk's bookkeeping is negligible, small
-/// enough that a batch of them stays a few MiB.
-pub const CHUNK_BYTES: usize = 1 << 20;
+/// Most bytes of input per chunk handed to a worker: enough that a chunk's bookkeeping is negligible.
+pub const CHUNK_BYTES: usize = 256 << 10;
 
-/// Upper bound on the input bytes of one batch, whatever the thread count.
-const BATCH_BYTES: usize = 32 << 20;
+/// Most bytes of input in one batch, whatever the thread count (many threads get smaller chunks).
+pub const BATCH_BYTES: usize = 4 << 20;
 
 /// Reads every line of `lines`, calls `prepare` on each (on any thread), and `fold` on each in input order with its
 /// number, its bytes and what `prepare` returned.
@@ -48,7 +48,7 @@ where
     E: From<io::Error>,
 {
     let threads = rayon::current_num_threads();
-    map_lines_with(lines, threads, (BATCH_BYTES / (2 * threads)).clamp(64 << 10, CHUNK_BYTES), prepare, fold)
+    map_lines_with(lines, threads, (BATCH_BYTES / (2 * threads)).clamp(16 << 10, CHUNK_BYTES), prepare, fold)
 }
 
 /// [`map_lines`] with an explicit thread count and chunk size, so tests can cut an input into many small chunks.
@@ -125,11 +125,12 @@ impl<T> Chunk<T> {
     }
 
     fn fold<E>(&mut self, fold: &mut impl FnMut(u64, &[u8], T) -> Result<(), E>) -> Result<(), E> {
-        let prepared = std::mem::take(&mut self.prepared);
-        for (i, value) in prepared.into_iter().enumerate() {
-            fold(self.first + i as u64, self.line(i), value)?;
-        }
-        Ok(())
+        // Drained rather than consumed, so the vector's allocation serves the chunk's next use.
+        let mut prepared = std::mem::take(&mut self.prepared);
+        let result =
+            prepared.drain(..).enumerate().try_for_each(|(i, value)| fold(self.first + i as u64, self.line(i), value));
+        self.prepared = prepared;
+        result
     }
 }
 

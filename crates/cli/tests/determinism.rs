@@ -67,7 +67,7 @@ fn one_cpu_or_all_write_the_same_bytes() {
 
 /// Small files are parsed ahead in parallel and written in turn, and lines are prepared in parallel in chunks and
 /// folded in order, so `--threads` changes when work happens and never what is written. Generated logs of a few MB
-/// make many chunks (128 threads cut 128 KiB chunks; 2 threads 1 MiB; 1 thread reads line by line), so requests
+/// make many chunks (2 threads cut 256 KiB chunks, 128 threads 16 KiB; 1 thread reads line by line), so requests
 /// open in one chunk and end in another.
 #[test]
 fn every_thread_count_writes_the_same_bytes() {
