@@ -17,7 +17,9 @@ mod envelope;
 pub(crate) mod requests;
 mod time_stats;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use ahash::{HashMap, HashSet};
 use std::io::BufRead;
 
 use infertrace_adapter::parallel::map_lines;

@@ -261,7 +261,7 @@ fn parse(
             return Ok(());
         }
         match prepared.unwrap_or_else(|| read_record(line)) {
-            Ok(record) => parser.record(line_no, record, sink)?,
+            Ok(record) => parser.record(line_no, *record, sink)?,
             Err(message) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message)),
         }
         Ok::<_, ParseError>(())
@@ -279,14 +279,15 @@ fn parse(
 }
 
 /// The pure part of reading a line, done by [`map_lines`] on any thread: the JSON record, or the message of why it
-/// is not one. `None` for lines that are not UTF-8 or blank, which the fold handles.
-fn prepare(bytes: &[u8]) -> Option<Result<Record<'static>, String>> {
+/// is not one. `None` for lines that are not UTF-8 or blank, which the fold handles. Boxed: a record is several
+/// hundred bytes, mostly absent fields, and is moved from worker to fold.
+fn prepare(bytes: &[u8]) -> Option<Result<Box<Record<'static>>, String>> {
     let line = std::str::from_utf8(bytes).ok()?;
     (!line.trim_ascii().is_empty()).then(|| read_record(line))
 }
 
-fn read_record(line: &str) -> Result<Record<'static>, String> {
-    serde_json::from_str::<Record<'_>>(line).map(Record::into_owned).map_err(|e| json::error_message(&e))
+fn read_record(line: &str) -> Result<Box<Record<'static>>, String> {
+    serde_json::from_str::<Record<'_>>(line).map(|r| Box::new(r.into_owned())).map_err(|e| json::error_message(&e))
 }
 
 /// Run-level facts for the manifest; only non-zero counts are written.

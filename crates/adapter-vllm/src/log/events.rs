@@ -1,6 +1,8 @@
 //! Folding typed lines into rows: the clock (year, offset, roll-over), engine samples, and request lifecycles.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use ahash::{HashMap, HashSet};
 
 use infertrace_adapter::hash::chained_block_hashes;
 use infertrace_adapter::time::{NANOS_PER_SEC, civil_to_nanos, parse_datetime};
@@ -277,10 +279,10 @@ impl Default for OpenRequests {
         Self {
             hash_budget: MAX_OPEN_HASH_BYTES,
             hash_bytes: 0,
-            open: HashMap::new(),
-            without_http: HashSet::new(),
+            open: HashMap::default(),
+            without_http: HashSet::default(),
             order: VecDeque::new(),
-            closed: HashSet::new(),
+            closed: HashSet::default(),
             closed_order: VecDeque::new(),
         }
     }
