@@ -229,8 +229,16 @@ fn request_end(
     let Some(request_id) = m.x_request_id.clone().filter(|s| !s.is_empty()).or(m.request_id.clone()) else {
         return Ok(false);
     };
-    let arrival = m.request_received_ms.and_then(|t| i64::try_from(t).ok()).map(|t| t * 1_000_000);
-    let at = |offset_s: Option<f64>| Some(arrival? + millis_to_nanos(offset_s? * 1e3)?);
+    // Milliseconds past 2262 overflow nanoseconds (a time logged in microseconds, a corrupted digit): no arrival.
+    let arrival = m.request_received_ms.and_then(|t| i64::try_from(t).ok()?.checked_mul(1_000_000));
+    if m.request_received_ms.is_some() && arrival.is_none() {
+        sink.diagnostic(Diagnostic::new(
+            line,
+            DiagnosticKind::InvalidValue,
+            "request_received_ms is past the year 2262 (not milliseconds?); the request's times were left null",
+        ));
+    }
+    let at = |offset_s: Option<f64>| arrival?.checked_add(millis_to_nanos(offset_s? * 1e3)?);
     let transfer_s = ms(m.kv_transfer_estimated_latency_ms);
     let prefill_ttft_s = ms(m.ttft_ms);
     let ttft_s = match (prefill_ttft_s, transfer_s) {

@@ -17,6 +17,26 @@ fn parse(adapter: &dyn Adapter, bytes: &[u8]) -> (CollectSink, ParseReport) {
     (sink, report)
 }
 
+/// Found by `cargo fuzz run -a dynamo-request-trace` (overflow checks on): a `request_received_ms` with one digit too
+/// many overflowed its conversion to nanoseconds (a panic with overflow checks, a wrapped time without).
+#[test]
+fn an_arrival_past_2262_is_a_diagnostic_not_an_overflow() {
+    let line = r#"{"schema":"dynamo.request.trace.v1","event_type":"request_end","event_time_unix_ms":110,"request":{"request_id":"r","output_tokens":2,"request_received_ms":17672256300040,"ttft_ms":5,"total_time_ms":10}}"#;
+    let (sink, _) = parse(&DynamoRequestTrace, line.as_bytes());
+    assert_eq!(sink.requests.len(), 1);
+    let row = &sink.requests[0];
+    assert_eq!((row.arrival_time, row.first_token_time, row.completion_time), (None, None, None));
+    // The durations do not depend on the arrival and are kept.
+    assert_eq!((row.ttft_s, row.e2e_s), (Some(0.005), Some(0.01)));
+    assert_eq!(sink.diagnostics.len(), 1);
+    assert_eq!((sink.diagnostics[0].line, sink.diagnostics[0].kind.as_str()), (1, "invalid-value"));
+    // The largest arrival that fits (2262-04-11) is kept.
+    let line = line.replace("17672256300040", "9223372036854");
+    let (sink, _) = parse(&DynamoRequestTrace, line.as_bytes());
+    assert_eq!(sink.requests[0].arrival_time, Some(9_223_372_036_854_000_000));
+    assert_eq!(sink.diagnostics, []);
+}
+
 #[test]
 fn generated_request_traces_parse_completely() {
     let mut bytes = Vec::new();
