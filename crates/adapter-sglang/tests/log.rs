@@ -20,6 +20,20 @@ fn parse(text: &str, options: ParseOptions, modified: Option<i64>) -> (CollectSi
     (sink, report)
 }
 
+/// Within a second of the last instant nanoseconds hold (2262-04-11 23:47:16.854775807 UTC), adding a line's
+/// milliseconds overflowed: the line's time is out of range, said so, not wrapped.
+#[test]
+fn milliseconds_past_the_last_representable_instant_are_out_of_range() {
+    let log = "[2262-04-11 23:47:16.900 DP0 TP0] Decode batch, #running-req: 3, #token: 10, token usage: 0.50, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0\n\
+               [2262-04-11 23:47:16.800 DP0 TP0] Decode batch, #running-req: 2, #token: 10, token usage: 0.50, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0\n";
+    let (sink, _) = parse(log, ParseOptions::default(), None);
+    let kinds: Vec<(u64, &str)> = sink.diagnostics.iter().map(|d| (d.line, d.kind.as_str())).collect();
+    assert_eq!(kinds, [(1, "invalid-value"), (1, "missing-field")]);
+    // The second line's time fits: 16.8 s is before 16.854775807 s.
+    assert!(sink.samples.iter().all(|s| s.source_line == Some(2) && s.time == 9_223_372_036_800_000_000));
+    assert!(!sink.samples.is_empty());
+}
+
 #[test]
 fn generated_logs_of_every_generation_parse_completely() {
     for generation in Generation::ALL {

@@ -185,6 +185,19 @@ pub fn read_scrapes(
             unmapped.insert(sample.name.to_owned());
             continue;
         };
+        // Milliseconds past 2262 overflow nanoseconds: the sample is skipped, said so, rather than wrapped.
+        let time = match sample.timestamp_ms.map(|ms| ms.checked_mul(1_000_000)) {
+            Some(None) => {
+                sink.diagnostic(Diagnostic::new(
+                    line_no,
+                    DiagnosticKind::InvalidValue,
+                    "sample timestamp past the year 2262 (not milliseconds?); the sample was skipped",
+                ));
+                continue;
+            }
+            Some(Some(ns)) => Some(ns),
+            None => None,
+        };
         if sample.timestamp_ms.is_none() && scrape_time.is_none() {
             if ctx.modified.is_none() && !warned {
                 warned = true;
@@ -196,8 +209,7 @@ pub fn read_scrapes(
             }
             clock_utc &= ctx.modified.is_some();
         }
-        let kept =
-            Kept { rank, value: sample.value, time: sample.timestamp_ms.map(|ms| ms * 1_000_000), line: line_no };
+        let kept = Kept { rank, value: sample.value, time, line: line_no };
         let entry = scrape.samples.entry((metric, instance)).or_insert(kept);
         if rank < entry.rank {
             *entry = kept;

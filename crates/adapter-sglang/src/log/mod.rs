@@ -580,7 +580,11 @@ impl Clock {
             }
         };
         match civil_to_nanos(y, mo, d, record.hms, self.offset) {
-            Ok(ns) => Some(ns + i64::from(record.millis.unwrap_or(0)) * 1_000_000),
+            // Within a second of the end of 2262 the milliseconds would overflow: such a time is out of range too.
+            Ok(ns) => ns.checked_add(i64::from(record.millis.unwrap_or(0)) * 1_000_000).or_else(|| {
+                sink.diagnostic(Diagnostic::new(line, DiagnosticKind::InvalidValue, "time out of range"));
+                None
+            }),
             Err(_) => {
                 sink.diagnostic(Diagnostic::new(
                     line,
