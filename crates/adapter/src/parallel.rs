@@ -35,7 +35,7 @@ pub const BATCH_BYTES: usize = 4 << 20;
 ///
 /// The bytes given to both are what [`LineReader::next_bytes`] returns, the too-long marker included, so `fold`
 /// passes them to [`utf8_line`](crate::utf8_line) as a sequential read loop would. `prepare` must be a pure function
-/// of the line: it may run more than once per line's worth of data in future versions, and never sees state.
+/// of the line's bytes: it runs on any thread, in any order, and never sees the fold's state.
 /// Stops at the first error of `fold` or of reading.
 pub fn map_lines<R, T, E>(
     lines: &mut LineReader<R>,
