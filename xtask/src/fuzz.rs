@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use infertrace::registry;
@@ -33,7 +33,7 @@ pub(crate) fn target_ids() -> Vec<&'static str> {
 /// Writes the seed corpora and prints how many seeds each target got.
 pub(crate) fn seed(root: &Path) -> Result<()> {
     let mut inputs = Vec::new();
-    collect(&root.join("testdata"), &mut inputs)?;
+    super::collect(&root.join("testdata"), NOT_SEEDS, &["md", "toml"], &mut inputs)?;
     inputs.sort();
     let corpus = root.join("fuzz/corpus");
     let mut counts: BTreeMap<&str, usize> = target_ids().into_iter().map(|id| (id, 0)).collect();
@@ -73,20 +73,6 @@ pub(crate) fn seed(root: &Path) -> Result<()> {
     }
     for (target, count) in &counts {
         println!("fuzz/corpus/{target}: {count} seeds");
-    }
-    Ok(())
-}
-
-fn collect(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<()> {
-    for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let path = entry.with_context(|| format!("cannot list {}", dir.display()))?.path();
-        if path.is_dir() {
-            if path.file_name().is_none_or(|n| !NOT_SEEDS.iter().any(|x| n == *x)) {
-                collect(&path, inputs)?;
-            }
-        } else if path.extension().is_some_and(|e| e != "md" && e != "toml") {
-            inputs.push(path);
-        }
     }
     Ok(())
 }

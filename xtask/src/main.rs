@@ -80,7 +80,7 @@ fn normalize_testdata(root: &Path) -> Result<()> {
     // Relative paths keep the datasets free of this machine's absolute paths.
     env::set_current_dir(root).with_context(|| format!("cannot enter {}", root.display()))?;
     let mut inputs = Vec::new();
-    collect(Path::new("testdata"), &mut inputs)?;
+    collect(Path::new("testdata"), NOT_INPUTS, &["md"], &mut inputs)?;
     inputs.sort();
     let out_root = Path::new("target/normalized");
     let mut rows = Vec::new();
@@ -112,14 +112,21 @@ fn normalize_testdata(root: &Path) -> Result<()> {
 /// `datasets/` datasets kept to guard reading older schema versions.
 const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped", "datasets"];
 
-fn collect(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<()> {
+/// The files under `dir`, recursively, except in directories named in `skip_dirs` and with an extension of
+/// `skip_extensions` (or none).
+pub(crate) fn collect(
+    dir: &Path,
+    skip_dirs: &[&str],
+    skip_extensions: &[&str],
+    inputs: &mut Vec<PathBuf>,
+) -> Result<()> {
     for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let path = entry.with_context(|| format!("cannot list {}", dir.display()))?.path();
         if path.is_dir() {
-            if path.file_name().is_none_or(|n| !NOT_INPUTS.iter().any(|x| n == *x)) {
-                collect(&path, inputs)?;
+            if path.file_name().is_none_or(|n| !skip_dirs.iter().any(|x| n == *x)) {
+                collect(&path, skip_dirs, skip_extensions, inputs)?;
             }
-        } else if path.extension().is_some_and(|e| e != "md") {
+        } else if path.extension().is_some_and(|e| !skip_extensions.iter().any(|x| e == *x)) {
             inputs.push(path);
         }
     }
