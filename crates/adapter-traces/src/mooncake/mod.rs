@@ -451,8 +451,9 @@ impl<'c> Parser<'c> {
         };
 
         // The session: turn index, previous arrival and (delta) context.
-        let session_key = record.session_id.as_ref().map(|id| id.to_key().into_owned());
-        let previous = match &session_key {
+        let session_id = record.session_id.as_ref().map(|id| id.to_key().into_owned());
+        let session_key = session_id.as_deref().map(|id| self.sessions.key(id));
+        let previous = match session_key {
             Some(key) => {
                 let (session, evicted) = self.sessions.get(key);
                 if evicted && !self.eviction_reported {
@@ -478,7 +479,7 @@ impl<'c> Parser<'c> {
             },
             source: self.source.to_owned(),
             model: record.model.as_deref().map(str::to_owned),
-            session_id: session_key.clone(),
+            session_id,
             turn: previous.map(|s| s.turns),
             status: Status::Unknown,
             source_file: Some(self.ctx.source_file.to_owned()),
@@ -547,14 +548,15 @@ impl<'c> Parser<'c> {
             row.tool_calls = Some(u32::try_from(events.0).unwrap_or(u32::MAX));
         }
 
-        if let (Some(key), Some(session)) = (&session_key, previous) {
+        if let (Some(key), Some(session)) = (session_key, previous) {
             let context = prompt.zip(output_length).and_then(|(p, o)| p.checked_add(o));
             let next = Session { turns: session.turns.saturating_add(1), arrival: row.arrival_time, context };
             self.sessions.set(key, next);
         }
-        if let Some(id) = record.request_id {
+        if record.request_id.is_some() {
+            // The row's id is the record's (`to_key`).
             let service = row.e2e_s.and_then(|s| millis_to_nanos(s * 1000.0));
-            self.requests.insert(id.into_string(), Timing { arrival: row.arrival_time, service });
+            self.requests.insert(&row.request_id, Timing { arrival: row.arrival_time, service });
         }
         sink.request(row)
     }

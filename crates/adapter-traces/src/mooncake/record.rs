@@ -157,13 +157,6 @@ impl Id<'_> {
         }
     }
 
-    pub(super) fn into_string(self) -> String {
-        match self {
-            Id::Text(text) => text.into_owned(),
-            Id::Number(n) => n.to_string(),
-        }
-    }
-
     pub(super) fn to_key(&self) -> Cow<'_, str> {
         match self {
             Id::Text(text) => Cow::Borrowed(text),

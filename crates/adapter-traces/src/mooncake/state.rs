@@ -1,17 +1,41 @@
 //! The bounded memory a Mooncake parse keeps across lines: open sessions and the arrivals of recent requests.
 //!
-//! Both tables forget their least recently used entry past a cap, so memory does not grow with the input. Lookups
-//! only: iteration order never reaches an output. The maps hash with `ahash` (keyed at random per process, like the
-//! standard library's SipHash, so a hostile input cannot plan collisions; several times faster on short ids).
+//! Both tables forget an entry past a cap, so memory does not grow with the input: sessions the least recently
+//! used, requests the oldest inserted. Both are `lru` caches (a hash map threaded by a linked list: every operation
+//! is one hash lookup). Lookups only: iteration order never reaches an output.
+//!
+//! Ids are not stored: an entry is keyed by a 128-bit digest of its id made of two `ahash` hashes keyed at random
+//! per process. Storing no string saves an allocation per request and per session and keeps the tables small
+//! enough to stay in cache; two different ids share a digest with probability about 2⁻¹²⁸ per pair, and since the
+//! keys are random a hostile input cannot plan such a pair (nor a flood of collisions in the maps' own hashing).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::num::NonZeroUsize;
 
-use ahash::HashMap;
+use ahash::RandomState;
+use lru::LruCache;
 
 /// At most this many sessions are remembered; past it the least recently used one is forgotten.
 pub(super) const MAX_SESSIONS: usize = 100_000;
 /// At most this many request arrivals are remembered for `dependencies` and `wait_for`; past it the oldest goes.
 pub(super) const MAX_REQUESTS: usize = 100_000;
+
+/// The digest of an id that entries are keyed by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Key(u128);
+
+/// Makes [`Key`]s, with keys of its own drawn at random.
+#[derive(Debug, Default)]
+struct Digest(RandomState, RandomState);
+
+impl Digest {
+    fn key(&self, id: &str) -> Key {
+        Key(u128::from(self.0.hash_one(id)) << 64 | u128::from(self.1.hash_one(id)))
+    }
+}
+
+fn cache<V>(cap: usize) -> LruCache<Key, V, RandomState> {
+    LruCache::with_hasher(NonZeroUsize::new(cap).unwrap_or(NonZeroUsize::MIN), RandomState::new())
+}
 
 /// What a session's next turn needs from its previous ones.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,10 +51,8 @@ pub(super) struct Session {
 /// Sessions by id, least recently used first out.
 #[derive(Debug)]
 pub(super) struct Sessions {
-    cap: usize,
-    map: HashMap<String, (Session, u64)>,
-    order: BTreeMap<u64, String>,
-    tick: u64,
+    digest: Digest,
+    map: LruCache<Key, Session, RandomState>,
     /// Sessions forgotten to respect the cap.
     pub(super) evicted: u64,
     /// Distinct sessions started (a forgotten session that comes back counts again).
@@ -39,37 +61,30 @@ pub(super) struct Sessions {
 
 impl Sessions {
     pub(super) fn new(cap: usize) -> Self {
-        Self { cap: cap.max(1), map: HashMap::default(), order: BTreeMap::new(), tick: 0, evicted: 0, started: 0 }
+        Self { digest: Digest::default(), map: cache(cap), evicted: 0, started: 0 }
     }
 
-    /// The state of session `id` (a fresh one if unknown), marked as just used. Returns whether an older session
+    /// The key of session `id`, for [`get`](Self::get) and [`set`](Self::set).
+    pub(super) fn key(&self, id: &str) -> Key {
+        self.digest.key(id)
+    }
+
+    /// The state of the session (a fresh one if unknown), marked as just used. Returns whether an older session
     /// had to be forgotten to make room.
-    pub(super) fn get(&mut self, id: &str) -> (Session, bool) {
-        self.tick += 1;
-        if let Some((session, used)) = self.map.get_mut(id) {
-            // The id's string moves to its new place in the order rather than being copied again.
-            let key = self.order.remove(used).unwrap_or_else(|| id.to_owned());
-            *used = self.tick;
-            self.order.insert(self.tick, key);
+    pub(super) fn get(&mut self, key: Key) -> (Session, bool) {
+        if let Some(session) = self.map.get(&key) {
             return (*session, false);
         }
         self.started += 1;
-        let mut evicted = false;
-        if self.map.len() >= self.cap
-            && let Some((_, oldest)) = self.order.pop_first()
-        {
-            self.map.remove(&oldest);
-            self.evicted += 1;
-            evicted = true;
-        }
-        self.map.insert(id.to_owned(), (Session::default(), self.tick));
-        self.order.insert(self.tick, id.to_owned());
+        // The key is new, so `push` returns an entry only when it pushed out the least recently used one.
+        let evicted = self.map.push(key, Session::default()).is_some();
+        self.evicted += u64::from(evicted);
         (Session::default(), evicted)
     }
 
-    /// Stores the state of session `id` after a turn (the session was just read with [`get`](Self::get)).
-    pub(super) fn set(&mut self, id: &str, session: Session) {
-        if let Some((slot, _)) = self.map.get_mut(id) {
+    /// Stores the state of the session after a turn (the session was just read with [`get`](Self::get)).
+    pub(super) fn set(&mut self, key: Key, session: Session) {
+        if let Some(slot) = self.map.peek_mut(&key) {
             *slot = session;
         }
     }
@@ -78,9 +93,9 @@ impl Sessions {
 /// When a recent request arrived and how long the source says it took, by request id, oldest out first.
 #[derive(Debug)]
 pub(super) struct Requests {
-    cap: usize,
-    map: HashMap<String, Timing>,
-    order: VecDeque<String>,
+    digest: Digest,
+    /// Read with `peek` only, so the least recently used entry is the oldest inserted.
+    map: LruCache<Key, Timing, RandomState>,
 }
 
 /// Arrival and recorded service time of one request, in nanoseconds.
@@ -92,22 +107,22 @@ pub(super) struct Timing {
 
 impl Requests {
     pub(super) fn new(cap: usize) -> Self {
-        Self { cap: cap.max(1), map: HashMap::default(), order: VecDeque::new() }
+        Self { digest: Digest::default(), map: cache(cap) }
     }
 
-    pub(super) fn insert(&mut self, id: String, timing: Timing) {
-        if self.map.insert(id.clone(), timing).is_none() {
-            self.order.push_back(id);
-            while self.order.len() > self.cap {
-                if let Some(oldest) = self.order.pop_front() {
-                    self.map.remove(&oldest);
-                }
+    /// Records `id`'s timing. A repeated id takes the new timing but keeps its place in the order.
+    pub(super) fn insert(&mut self, id: &str, timing: Timing) {
+        let key = self.digest.key(id);
+        match self.map.peek_mut(&key) {
+            Some(slot) => *slot = timing,
+            None => {
+                self.map.push(key, timing);
             }
         }
     }
 
     pub(super) fn get(&self, id: &str) -> Option<Timing> {
-        self.map.get(id).copied()
+        self.map.peek(&self.digest.key(id)).copied()
     }
 }
 
@@ -118,25 +133,29 @@ mod tests {
     #[test]
     fn sessions_forget_the_least_recently_used() {
         let mut s = Sessions::new(2);
-        assert_eq!(s.get("a"), (Session::default(), false));
-        s.set("a", Session { turns: 1, arrival: Some(5), context: None });
-        s.get("b");
-        assert_eq!(s.get("a").0.turns, 1, "a is now the most recent");
-        assert!(s.get("c").1, "b goes");
+        let [a, b, c] = ["a", "b", "c"].map(|id| s.key(id));
+        assert_eq!(a, s.key(&String::from("a")), "the key depends on the text only");
+        assert_ne!(a, b);
+        assert_eq!(s.get(a), (Session::default(), false));
+        s.set(a, Session { turns: 1, arrival: Some(5), context: None });
+        s.get(b);
+        assert_eq!(s.get(a).0.turns, 1, "a is now the most recent");
+        assert!(s.get(c).1, "b goes");
         assert_eq!((s.evicted, s.started), (1, 3));
-        assert_eq!(s.get("a").0.turns, 1);
-        assert_eq!(s.get("b"), (Session::default(), true), "b starts over and pushes out c");
+        assert_eq!(s.get(a).0.turns, 1);
+        assert_eq!(s.get(b), (Session::default(), true), "b starts over and pushes out c");
     }
 
     #[test]
     fn requests_forget_the_oldest() {
         let mut r = Requests::new(2);
         let t = |ms| Timing { arrival: Some(ms), service: None };
-        r.insert("x".into(), t(1));
-        r.insert("y".into(), t(2));
-        r.insert("x".into(), t(3));
-        r.insert("z".into(), t(4));
-        assert_eq!(r.get("x"), None);
+        r.insert("x", t(1));
+        r.insert("y", t(2));
+        r.insert("x", t(3));
+        assert_eq!(r.get("x"), Some(t(3)), "a repeated id takes the new timing");
+        r.insert("z", t(4));
+        assert_eq!(r.get("x"), None, "x keeps its first place, so it goes first");
         assert_eq!(r.get("y"), Some(t(2)));
         assert_eq!(r.get("z"), Some(t(4)));
     }
