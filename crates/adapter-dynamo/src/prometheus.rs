@@ -253,8 +253,7 @@ vllm:num_requests_running{engine=\"0\"} 1
         let (sink, report) = parse(text);
         assert_eq!(sink.diagnostics, []);
         let t0 = parse_rfc3339("2026-03-01T12:00:00Z").unwrap();
-        let got: Vec<_> =
-            sink.samples.iter().map(|s| (s.time, s.instance.as_deref(), s.metric.as_str(), s.value)).collect();
+        let got: Vec<_> = sink.samples.iter().map(|s| (s.time, s.instance.as_deref(), &*s.metric, s.value)).collect();
         assert_eq!(
             got,
             [
@@ -282,7 +281,7 @@ vllm:num_requests_running{engine=\"0\"} 1
     #[test]
     fn legacy_frontend_prefix() {
         let (sink, _) = parse("nv_llm_http_service_inflight_requests{model=\"m\"} 2\n");
-        let got: Vec<_> = sink.samples.iter().map(|s| (s.time, s.instance.as_deref(), s.metric.as_str())).collect();
+        let got: Vec<_> = sink.samples.iter().map(|s| (s.time, s.instance.as_deref(), &*s.metric)).collect();
         assert_eq!(got, [(7, Some("frontend m"), metrics::REQUESTS_INFLIGHT)]);
     }
 

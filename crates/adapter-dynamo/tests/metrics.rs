@@ -53,7 +53,7 @@ fn corpus_frontend_scrape() {
     // The corpus' `# source:` header is a comment line the shared scrape reader does not know.
     let diagnostics: Vec<_> = sink.diagnostics.iter().map(|d| (d.line, d.kind)).collect();
     assert_eq!(diagnostics, [(1, DiagnosticKind::NotARecord)]);
-    let got: Vec<_> = sink.samples.iter().map(|s| (s.instance.as_deref(), s.metric.as_str(), s.value)).collect();
+    let got: Vec<_> = sink.samples.iter().map(|s| (s.instance.as_deref(), &*s.metric, s.value)).collect();
     let m = Some("frontend qwen/qwen3-0.6b");
     assert_eq!(
         got,

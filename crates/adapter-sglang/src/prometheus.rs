@@ -136,8 +136,7 @@ sglang:func_latency_seconds_count{name=\"generate_request\"} 9.0
         let report = SglangMetrics.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         assert_eq!(sink.diagnostics, []);
         let t0 = parse_rfc3339("2026-04-05T20:00:00Z").unwrap();
-        let got: Vec<_> =
-            sink.samples.iter().map(|s| (s.time, s.instance.as_deref(), s.metric.as_str(), s.value)).collect();
+        let got: Vec<_> = sink.samples.iter().map(|s| (s.time, s.instance.as_deref(), &*s.metric, s.value)).collect();
         assert_eq!(
             got,
             [

@@ -47,7 +47,7 @@ fn generated_logs_of_every_generation_parse_completely() {
         assert_eq!(sink.samples.len() as u64, expected.samples, "{generation:?}");
         assert_eq!(sink.requests.len() as u64, expected.requests, "{generation:?}");
         assert!(sink.samples.iter().all(|s| metrics::is_known(&s.metric)), "{generation:?}");
-        let prefills = sink.samples.iter().filter(|s| s.metric == metrics::BATCH_REQUESTS).count() as u64;
+        let prefills = sink.samples.iter().filter(|s| &*s.metric == metrics::BATCH_REQUESTS).count() as u64;
         assert_eq!(prefills, expected.prefill_lines, "{generation:?}");
     }
 }
@@ -61,7 +61,7 @@ fn data_parallel_ranks_stay_apart_and_milliseconds_count() {
     let running: Vec<_> = sink
         .samples
         .iter()
-        .filter(|s| s.metric == metrics::REQUESTS_RUNNING)
+        .filter(|s| &*s.metric == metrics::REQUESTS_RUNNING)
         .map(|s| (s.instance.as_deref(), s.value, s.time))
         .collect();
     assert_eq!(
@@ -79,7 +79,8 @@ fn time_only_envelopes_take_the_file_date_and_cross_midnight() {
     let log = "[23:59:58 TP0] Decode batch. #running-req: 1, #token: 1, token usage: 0.00, gen throughput (token/s): 1.00, #queue-req: 0\n\
                [00:00:02 TP0] Decode batch. #running-req: 2, #token: 1, token usage: 0.00, gen throughput (token/s): 1.00, #queue-req: 0\n";
     let (sink, report) = parse(log, ParseOptions::default(), Some(utc(2024, 9, 1, 10, 0, 0)));
-    let times: Vec<_> = sink.samples.iter().filter(|s| s.metric == metrics::REQUESTS_RUNNING).map(|s| s.time).collect();
+    let times: Vec<_> =
+        sink.samples.iter().filter(|s| &*s.metric == metrics::REQUESTS_RUNNING).map(|s| s.time).collect();
     assert_eq!(times, [utc(2024, 9, 1, 23, 59, 58), utc(2024, 9, 2, 0, 0, 2)]);
     assert_eq!(report.year.map(|y| (y.year, y.source)), Some((2024, YearSource::FileModified)));
     let (sink, _) = parse(log, ParseOptions::default(), None);

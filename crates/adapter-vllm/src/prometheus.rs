@@ -169,7 +169,7 @@ vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.3
         let got: Vec<_> = sink
             .samples
             .iter()
-            .map(|s| ((s.time - t0) / 1_000_000_000, s.instance.as_deref(), s.metric.as_str(), s.value))
+            .map(|s| ((s.time - t0) / 1_000_000_000, s.instance.as_deref(), &*s.metric, s.value))
             .collect();
         assert_eq!(
             got,

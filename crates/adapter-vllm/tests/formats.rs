@@ -23,7 +23,7 @@ fn a_sample_timestamp_past_2262_is_a_diagnostic_not_an_overflow() {
                   vllm:num_requests_running{engine=\"0\"} 3 99999999999999999\n\
                   vllm:num_requests_waiting{engine=\"0\"} 2 1700000000000\n";
     let (sink, _) = parse(&VllmMetrics, scrape.as_bytes());
-    let kept: Vec<(i64, &str, f64)> = sink.samples.iter().map(|s| (s.time, s.metric.as_str(), s.value)).collect();
+    let kept: Vec<(i64, &str, f64)> = sink.samples.iter().map(|s| (s.time, &*s.metric, s.value)).collect();
     assert_eq!(kept, [(1_700_000_000_000_000_000, "requests_waiting", 2.0)]);
     assert_eq!(sink.diagnostics.len(), 1);
     assert_eq!((sink.diagnostics[0].line, sink.diagnostics[0].kind.as_str()), (2, "invalid-value"));

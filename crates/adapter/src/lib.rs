@@ -21,6 +21,7 @@ pub mod kv_events;
 mod lines;
 pub mod parallel;
 pub mod prometheus;
+mod shared;
 mod sink;
 pub mod testing;
 pub mod time;
@@ -31,6 +32,7 @@ use std::io::{self, BufRead};
 pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use input::{Compression, DecompressionLimits, HEAD_BYTES, Input, InputDigest, Progress, RATIO_GRACE_BYTES};
 pub use lines::{LineReader, MAX_LINE_BYTES, utf8_line};
+pub use shared::SharedText;
 pub use sink::{CollectSink, Sink};
 pub use time::{ParseOptions, UtcOffset};
 

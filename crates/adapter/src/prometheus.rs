@@ -143,11 +143,11 @@ pub fn read_scrapes(
         for ((metric, instance), kept) in std::mem::take(&mut scrape.samples) {
             sink.sample(EngineSample {
                 time: kept.time.unwrap_or(fallback),
-                source: source.to_owned(),
-                instance,
-                metric: metric.to_owned(),
+                source: source.into(),
+                instance: instance.map(Into::into),
+                metric: metric.into(),
                 value: kept.value,
-                source_file: Some(ctx.source_file.to_owned()),
+                source_file: Some(ctx.source_file.into()),
                 source_line: Some(kept.line),
             })?;
         }

@@ -199,12 +199,12 @@ pub fn replay(
         out.requests.push(row);
     }
     for s in &simulation.samples {
-        let instance = Some(instance_name(s.instance));
+        let instance = Some(instance_name(s.instance).into());
         let sample = |metric: &str, value: f64| EngineSample {
             time: at(s.time),
-            source: SOURCE.to_owned(),
+            source: SOURCE.into(),
             instance: instance.clone(),
-            metric: metric.to_owned(),
+            metric: metric.into(),
             value,
             ..EngineSample::default()
         };

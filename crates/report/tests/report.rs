@@ -217,7 +217,7 @@ fn sample_charts_draw_the_most_sampled_instances() {
             (0..=i).map(move |k| EngineSample {
                 time: T0 + k * S,
                 source: "t".into(),
-                instance: Some(format!("inst-{i:02}")),
+                instance: Some(format!("inst-{i:02}").into()),
                 metric: metrics::KV_CACHE_USAGE.into(),
                 value: 0.5,
                 ..EngineSample::default()

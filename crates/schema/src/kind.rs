@@ -26,6 +26,11 @@ pub trait ColumnKind {
     fn type_name() -> &'static str;
     /// A builder with room for `capacity` rows.
     fn builder(capacity: usize) -> Self::Builder;
+    /// A builder for the batch after the one `previous` holds, which had `rows` rows: room for as many.
+    fn renew(previous: &Self::Builder, rows: usize) -> Self::Builder {
+        let _ = previous;
+        Self::builder(rows)
+    }
     /// Appends one cell, `None` being null.
     fn append(builder: &mut Self::Builder, value: Option<&Self::Value>);
     /// The cells of `array`, which has [`ColumnKind::data_type`] (the reader casts first); a value outside a closed
@@ -42,6 +47,14 @@ pub trait Text: AsRef<str> + Sized {
 impl Text for String {
     fn from_text(text: &str) -> Option<Self> {
         Some(text.to_owned())
+    }
+}
+
+/// Shared text, for the columns of high-volume rows that repeat a few values (the `samples` table's source, instance,
+/// metric and file): an adapter makes each value once and every row clones a pointer instead of allocating a string.
+impl Text for Arc<str> {
+    fn from_text(text: &str) -> Option<Self> {
+        Some(text.into())
     }
 }
 
@@ -89,8 +102,8 @@ impl<T: Text> ColumnKind for Dict<T> {
     fn type_name() -> &'static str {
         "dictionary<values=string, indices=int32, ordered=0>"
     }
-    fn builder(_capacity: usize) -> Self::Builder {
-        DictBuilder::default()
+    fn builder(capacity: usize) -> Self::Builder {
+        DictBuilder::with_capacity(capacity)
     }
     fn append(builder: &mut Self::Builder, value: Option<&T>) {
         builder.push(value.map(AsRef::as_ref));
@@ -122,6 +135,11 @@ impl std::fmt::Debug for DictBuilder {
 }
 
 impl DictBuilder {
+    /// A builder with room for `capacity` keys (and a few distinct values: these columns repeat a handful).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self { inner: StringDictionaryBuilder::with_capacity(capacity, 16, 256), ..Self::default() }
+    }
+
     fn push(&mut self, value: Option<&str>) {
         let same = self.run > 0
             && match value {
@@ -274,6 +292,11 @@ impl ColumnKind for U64List {
     fn builder(capacity: usize) -> Self::Builder {
         ListBuilder::with_capacity(UInt64Builder::new(), capacity)
     }
+    /// Room for as many items as well: a batch of vLLM rows holds up to 8 MiB of prefix hashes, which regrowing
+    /// from empty would copy about twice over.
+    fn renew(previous: &Self::Builder, rows: usize) -> Self::Builder {
+        ListBuilder::with_capacity(UInt64Builder::with_capacity(previous.values_ref().len()), rows)
+    }
     fn append(builder: &mut Self::Builder, value: Option<&Vec<u64>>) {
         match value {
             Some(values) => {
@@ -313,5 +336,19 @@ mod tests {
         // A finished builder starts afresh.
         runs.push(Some("z"));
         assert_eq!(runs.finish().len(), 1);
+    }
+
+    #[test]
+    fn a_renewed_builder_has_room_for_the_last_batch() {
+        let mut lists = U64List::builder(4);
+        for n in 0..300_u64 {
+            U64List::append(&mut lists, Some(&(0..n).collect()));
+        }
+        let items = (0..300).sum::<usize>();
+        assert_eq!(lists.values_ref().len(), items);
+        let next = U64List::renew(&lists, 300);
+        assert!(next.values_ref().capacity() >= items, "{}", next.values_ref().capacity());
+        assert!(next.offsets_slice().len() == 1 && next.values_ref().is_empty());
+        assert!(<U64 as ColumnKind>::renew(&UInt64Builder::new(), 300).capacity() >= 300);
     }
 }

@@ -49,7 +49,11 @@ pub trait TableBuilder: Default {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Returns the appended rows as a batch and resets the builder.
+    /// Returns the appended rows as a batch and resets the builder, with room for as many rows as the batch had.
+    ///
+    /// Arrow's builders hand their buffers to the arrays they finish and start again from empty ones, so the next
+    /// batch would regrow every column by doubling (a copy and, for large buffers, fresh pages from the kernel each
+    /// time). Sizing the next batch's columns like the last one's allocates each buffer once.
     fn finish(&mut self) -> RecordBatch;
 }
 
@@ -230,9 +234,13 @@ macro_rules! table {
             }
 
             fn finish(&mut self) -> arrow::array::RecordBatch {
-                self.rows = 0;
+                let next = Self {
+                    rows: 0,
+                    $($field: <$kind as $crate::kind::ColumnKind>::renew(&self.$field, self.rows),)*
+                };
+                let mut full = std::mem::replace(self, next);
                 let columns: Vec<arrow::array::ArrayRef> =
-                    vec![$(arrow::array::ArrayBuilder::finish(&mut self.$field),)*];
+                    vec![$(arrow::array::ArrayBuilder::finish(&mut full.$field),)*];
                 arrow::array::RecordBatch::try_new(<$row as $crate::table::Table>::schema(), columns)
                     .expect("table! builders produce the arrays of their own schema")
             }

@@ -1,5 +1,7 @@
 //! The three tables of a canonical dataset.
 
+use std::sync::Arc;
+
 use crate::kind::{Dict, F64, Time, U16, U32, U64, U64List, Utf8};
 use crate::table::{cell, field_type, nullable, read_cell, table};
 use crate::vocab::{CacheEventKind, CacheTier, Status, WorkloadClass};
@@ -108,15 +110,15 @@ table! {
     /// When the value was observed.
     time / TIME: Time, required, "";
     /// Format id of the adapter that produced the row.
-    source / SOURCE: Dict<String>, required, "";
+    source / SOURCE: Dict<Arc<str>>, required, "";
     /// Engine instance the value belongs to.
-    instance / INSTANCE: Dict<String>, optional, "";
+    instance / INSTANCE: Dict<Arc<str>>, optional, "";
     /// Canonical metric name (see `schemas/metrics.json`).
-    metric / METRIC: Dict<String>, required, "";
+    metric / METRIC: Dict<Arc<str>>, required, "";
     /// The value, in the metric's unit.
     value / VALUE: F64, required, "";
     /// Input file the row came from, as given on the command line.
-    source_file / SOURCE_FILE: Dict<String>, optional, "";
+    source_file / SOURCE_FILE: Dict<Arc<str>>, optional, "";
     /// Line of `source_file` (1-based).
     source_line / SOURCE_LINE: U64, optional, "";
 }

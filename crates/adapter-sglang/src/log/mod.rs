@@ -18,15 +18,16 @@ pub(crate) mod requests;
 mod time_stats;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::io::BufRead;
+use std::sync::Arc;
 
 use ahash::{HashMap, HashSet};
-use std::io::BufRead;
 
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::{civil_to_nanos, next_date, seconds_to_nanos, utc_date};
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
-    UtcOffset, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, SharedText,
+    Sink, UtcOffset, utf8_line,
 };
 use infertrace_schema::{ClockDomain, DatasetError, EngineSample, RequestRow, Status, YearAssumption, YearSource};
 
@@ -97,6 +98,8 @@ impl Adapter for SglangLog {
         let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
         let mut open = OpenRequests::default();
         let mut http: BTreeMap<String, u64> = BTreeMap::new();
+        let mut shared = SharedText::default();
+        let (source, source_file) = (shared.get(Self::ID), shared.get(ctx.source_file));
         map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
             let Some(line) = utf8_line(line_no, bytes, sink) else { return Ok(()) };
             let Some((record, message)) = message_of(line) else {
@@ -171,15 +174,15 @@ impl Adapter for SglangLog {
                         }
                         return Ok(());
                     };
-                    let instance = instance.filter(|r| !r.is_empty()).map(str::to_owned);
+                    let instance = instance.filter(|r| !r.is_empty()).map(|r| shared.get(r));
                     for (metric, value) in batch.values {
                         sink.sample(EngineSample {
                             time,
-                            source: Self::ID.to_owned(),
+                            source: Arc::clone(&source),
                             instance: instance.clone(),
-                            metric: metric.to_owned(),
+                            metric: shared.get(metric),
                             value,
-                            source_file: Some(ctx.source_file.to_owned()),
+                            source_file: Some(Arc::clone(&source_file)),
                             source_line: Some(line_no),
                         })?;
                     }

@@ -220,11 +220,11 @@ fn timeseries_row(
         }
         sink.sample(EngineSample {
             time,
-            source: LlmServingSim::ID.to_owned(),
+            source: LlmServingSim::ID.into(),
             instance: None,
-            metric: metric.to_owned(),
+            metric: metric.into(),
             value: v * factor,
-            source_file: Some(ctx.source_file.to_owned()),
+            source_file: Some(ctx.source_file.into()),
             source_line: Some(line),
         })?;
     }

@@ -153,11 +153,8 @@ fn timeseries_rows_become_canonical_samples_from_the_start() {
             (6, "invalid-value", "prompt_throughput is not a number")
         ]
     );
-    let samples: Vec<_> = sink
-        .samples
-        .iter()
-        .map(|s| (s.source_line.unwrap(), (s.time - start) / MS, s.metric.as_str(), s.value))
-        .collect();
+    let samples: Vec<_> =
+        sink.samples.iter().map(|s| (s.source_line.unwrap(), (s.time - start) / MS, &*s.metric, s.value)).collect();
     assert_eq!(
         samples,
         [
@@ -194,7 +191,7 @@ fn the_detailed_timeseries_maps_preemptions_and_lists_the_split_throughputs() {
                 1.0,100.0,60.0,40.0,5.0,2,0,1,3.5\n";
     let (sink, report) = parse(text, "timeseries.csv");
     assert_eq!(sink.diagnostics, []);
-    let metrics: Vec<_> = sink.samples.iter().map(|s| (s.metric.as_str(), s.value)).collect();
+    let metrics: Vec<_> = sink.samples.iter().map(|s| (&*s.metric, s.value)).collect();
     assert_eq!(
         metrics,
         [

@@ -1,6 +1,7 @@
 //! Folding typed lines into rows: the clock (year, offset, roll-over), engine samples, and request lifecycles.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use ahash::{HashMap, HashSet};
 
@@ -200,7 +201,7 @@ pub(crate) fn emit_stats(
     instances: &mut Instances,
     sink: &mut dyn Sink,
 ) -> Result<(), DatasetError> {
-    let instance = instances.of(stats, at.process);
+    let instance: Option<Arc<str>> = instances.of(stats, at.process).map(Into::into);
     let (kv_waiting, kv_in_progress, kv_done) = match stats.kv_fetch {
         Some((a, b, c)) => (Some(a), Some(b), Some(c)),
         None => (None, None, None),
@@ -234,11 +235,11 @@ pub(crate) fn emit_stats(
         if let Some(value) = value {
             sink.sample(EngineSample {
                 time: at.time,
-                source: at.source.to_owned(),
+                source: at.source.into(),
                 instance: instance.clone(),
-                metric: metric.to_owned(),
+                metric: metric.into(),
                 value,
-                source_file: Some(at.ctx.source_file.to_owned()),
+                source_file: Some(at.ctx.source_file.into()),
                 source_line: Some(at.line),
             })?;
         }
