@@ -145,6 +145,34 @@ INFO 05-01 10:00:07 [async_llm.py:563] Aborted request(s) cmpl-b-0,cmpl-c-0.
 }
 
 #[test]
+fn a_coloured_details_line_with_a_glued_record_is_read_whole() {
+    // vllm-project/vllm#18115: a record pasted onto the end of another without a newline. Here it follows a
+    // coloured `details` line, whose fields are read in the parallel stage, and it must still be read as a record.
+    let ids: Vec<String> = (1..=40).map(|i| (i * 37).to_string()).collect();
+    let log = format!(
+        "\
+INFO 05-01 10:00:00 [logger.py:49] Received request r1: params: SamplingParams(n=1, max_tokens=100), lora_request: None.
+\x1b[90mDEBUG\x1b[0m 05-01 10:00:00 [logger.py:49] Request r1 details: prompt: 'x', prompt_token_ids: [{}], prompt_embeds shape: None.\
+INFO 05-01 10:00:03 [async_llm.py:563] Request r1 aborted.
+",
+        ids.join(", ")
+    );
+    let sink = parse(&log);
+    assert_eq!(sink.diagnostics, []);
+    let rows: Vec<_> = sink
+        .requests
+        .iter()
+        .map(|r| {
+            let blocks = r.prefix_hashes.as_ref().map(Vec::len);
+            (r.request_id.as_str(), r.input_tokens, blocks, r.status, r.completion_time.zip(r.arrival_time))
+        })
+        .collect();
+    let (start, end) = (utc(2025, 5, 1, 10, 0, 0), utc(2025, 5, 1, 10, 0, 3));
+    // 40 tokens: two full blocks of 16; the glued abort ends the request three seconds in.
+    assert_eq!(rows, [("r1", Some(40), Some(2), Status::Aborted, Some((end, start)))]);
+}
+
+#[test]
 fn requests_without_an_end_are_written_after_the_grace_period_in_arrival_order() {
     let log = "\
 INFO 05-01 10:00:00 [async_llm.py:382] Added request a.

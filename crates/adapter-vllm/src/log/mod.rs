@@ -18,6 +18,7 @@ mod fingerprint;
 mod json_record;
 mod line;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
@@ -111,12 +112,18 @@ impl Adapter for VllmLog {
             http: BTreeMap::new(),
             joined_http: 0,
         };
-        map_lines(&mut lines, prepare, |line_no, bytes, mut prepared| {
+        map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
             let Some(text) = utf8_line(line_no, bytes, sink) else { return Ok(()) };
             if text.trim_ascii().is_empty() {
                 return Ok(());
             }
-            let clean = envelope::strip_ansi(text);
+            // What `prepare` already found on this very line is not searched for again: its long lines (prompts of
+            // tens of thousands of token ids) would be scanned twice more.
+            let (mut prepared, mut glued_first, plain) = match prepared {
+                Some(p) => (Some(p.fields), p.glued, p.plain),
+                None => (None, None, false),
+            };
+            let clean = if plain { Cow::Borrowed(text) } else { envelope::strip_ansi(text) };
             if let Some(json) = json_record::parse(&clean) {
                 match json {
                     Ok(record) => {
@@ -144,7 +151,8 @@ impl Adapter for VllmLog {
                     }
                     break;
                 };
-                let glued = envelope::glued_record(record.message);
+                // The first record is the one `prepare` read, from the same text.
+                let glued = glued_first.take().unwrap_or_else(|| envelope::glued_record(record.message));
                 let next = glued.map(|at| &record.message[at..]);
                 if let Some(at) = glued {
                     record.message = &record.message[..at];
@@ -177,7 +185,16 @@ impl Adapter for VllmLog {
 
 /// The fields of a line's first record when it is a `Received request` or `Request … details` line (prompt hashed),
 /// or why they are malformed.
-type Prepared = Result<Fields, &'static str>;
+type PreparedFields = Result<Fields, &'static str>;
+
+/// What [`prepare`] made of a request line.
+struct Prepared {
+    fields: PreparedFields,
+    /// `glued_record` of the first record's message, when that record is a text record (not JSON).
+    glued: Option<Option<usize>>,
+    /// Whether the line has no colour codes to strip.
+    plain: bool,
+}
 
 /// The pure, heavy part of reading a line, done by [`map_lines`] on any thread: the fields of the line's first
 /// record when that is a `Received request` or `Request … details` line, found exactly as the fold finds that
@@ -189,25 +206,28 @@ fn prepare(bytes: &[u8]) -> Option<Prepared> {
         return None;
     }
     let clean = envelope::strip_ansi(std::str::from_utf8(bytes).ok()?);
+    let plain = matches!(clean, Cow::Borrowed(_));
     let owned;
-    let message = match json_record::parse(&clean) {
+    let (message, glued) = match json_record::parse(&clean) {
         Some(json) => {
             owned = json.ok()?.message;
-            owned.as_str()
+            (owned.as_str(), None)
         }
         None => {
             let Envelope::Record(record) = envelope::parse(&clean) else { return None };
-            &record.message[..envelope::glued_record(record.message).unwrap_or(record.message.len())]
+            let glued = envelope::glued_record(record.message);
+            (&record.message[..glued.unwrap_or(record.message.len())], Some(glued))
         }
     };
     if !line::may_carry_fields(message) {
         return None;
     }
-    match line::parse_message_with(message, parse_fields) {
-        Line::Received { fields, .. } | Line::Details { fields, .. } => Some(Ok(fields)),
-        Line::Malformed { what } => Some(Err(what)),
-        _ => None,
-    }
+    let fields = match line::parse_message_with(message, parse_fields) {
+        Line::Received { fields, .. } | Line::Details { fields, .. } => Ok(fields),
+        Line::Malformed { what } => Err(what),
+        _ => return None,
+    };
+    Some(Prepared { fields, glued, plain })
 }
 
 /// Parses a request line's fields and hashes its prompt.
@@ -242,7 +262,7 @@ impl State<'_> {
         process: Option<&str>,
         time: Option<i64>,
         line_no: u64,
-        prepared: &mut Option<Prepared>,
+        prepared: &mut Option<PreparedFields>,
         sink: &mut dyn Sink,
     ) -> Result<(), ParseError> {
         let ctx = self.ctx;
