@@ -7,8 +7,8 @@
 //! DEBUG lines, `Added` lines), an SGLang 0.5.10 log (batch lines and request lines) and a Mooncake trace of
 //! `--rows` rows. Each command runs `--runs` times (default 3) and the median is reported, with MB/s (input bytes,
 //! 10⁶), rows/s (rows written), the peak resident memory of the normalize process (from `/proc/<pid>/status`
-//! `VmHWM`, polled; `-` where unavailable), the output's size as a share of the input's, and the ratios to the
-//! anchors. The release binary is built first. Not part of CI: it takes minutes and needs disk.
+//! `VmHWM`, polled; `-` where unavailable), the output's size as a share of the input's, and the anchors' medians
+//! and ratios. The release binary is built first. Not part of CI: it takes minutes and needs disk.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write as _};
@@ -237,6 +237,8 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
             peak.map_or("-".to_owned(), |kib| format!("{:.0}", kib as f64 / 1024.0)),
             format!("{:.2}%", output as f64 * 100.0 / bytes as f64),
             format!("{:.2}", t / w),
+            format!("{w:.2}"),
+            p.map_or("-".to_owned(), |p| format!("{p:.1}")),
             p.map_or("-".to_owned(), |p| format!("{:.1}", p / t)),
         ]);
     }
@@ -250,6 +252,8 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         "peak RSS MB",
         "output/input",
         "× wc -l",
+        "wc -l s",
+        "python s",
         "python ÷ ours",
     ];
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
