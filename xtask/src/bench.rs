@@ -29,11 +29,15 @@ pub(crate) struct BenchOptions {
     pub(crate) trace_rows: u64,
     /// Skip the Python baseline.
     pub(crate) no_python: bool,
+    /// Bench every other line-oriented format instead (`bench_formats.rs`), at `log_bytes` each.
+    pub(crate) formats: bool,
 }
 
 impl BenchOptions {
     pub(crate) fn parse(args: &[&str]) -> Result<Self> {
-        let mut options = Self { runs: 3, log_bytes: 1 << 30, trace_rows: 10_000_000, no_python: false };
+        let mut options =
+            Self { runs: 3, log_bytes: 1 << 30, trace_rows: 10_000_000, no_python: false, formats: false };
+        let mut log_given = false;
         let mut i = 0;
         while i < args.len() {
             let value = |i: usize| args.get(i + 1).copied().with_context(|| format!("{} needs a value", args[i]));
@@ -41,6 +45,7 @@ impl BenchOptions {
                 "--runs" => options.runs = value(i)?.parse().context("--runs takes a whole number")?,
                 "--log-mb" => {
                     options.log_bytes = value(i)?.parse::<u64>().context("--log-mb takes a whole number")? << 20;
+                    log_given = true;
                 }
                 "--rows" => options.trace_rows = value(i)?.parse().context("--rows takes a whole number")?,
                 "--no-python" => {
@@ -48,12 +53,23 @@ impl BenchOptions {
                     i += 1;
                     continue;
                 }
-                other => bail!("unknown bench option {other}; expected --runs N, --log-mb N, --rows N, --no-python"),
+                "--formats" => {
+                    options.formats = true;
+                    i += 1;
+                    continue;
+                }
+                other => bail!(
+                    "unknown bench option {other}; expected --runs N, --log-mb N, --rows N, --no-python, --formats"
+                ),
             }
             i += 2;
         }
         if options.runs == 0 {
             bail!("--runs must be at least 1");
+        }
+        if options.formats && !log_given {
+            // Twenty-odd inputs: a quarter of the default size each.
+            options.log_bytes = 256 << 20;
         }
         Ok(options)
     }
@@ -68,7 +84,7 @@ struct Input {
 
 /// Writes `path` with `write(n)` sized so the file reaches about `bytes`: a small sample measures bytes per unit
 /// first. Reuses an existing file of the same target.
-fn generate(
+pub(crate) fn generate(
     path: &Path,
     bytes: u64,
     mut write: impl FnMut(&mut dyn std::io::Write, u64) -> std::io::Result<()>,
@@ -134,7 +150,7 @@ fn inputs(dir: &Path, options: &BenchOptions) -> Result<Vec<Input>> {
 }
 
 /// `&mut dyn Write` as a sized writer, for generators taking `impl Write`.
-struct IoAdapter<'a>(&'a mut dyn std::io::Write);
+pub(crate) struct IoAdapter<'a>(pub(crate) &'a mut dyn std::io::Write);
 
 impl std::io::Write for IoAdapter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -146,7 +162,7 @@ impl std::io::Write for IoAdapter<'_> {
 }
 
 /// Wall time and peak RSS (KiB, when `/proc` tells) of one run of `command`, which must succeed.
-fn measure(command: &mut Command) -> Result<(Duration, Option<u64>)> {
+pub(crate) fn measure(command: &mut Command) -> Result<(Duration, Option<u64>)> {
     let started = Instant::now();
     let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().context("cannot start")?;
     let status_path = format!("/proc/{}/status", child.id());
@@ -174,12 +190,12 @@ fn measure(command: &mut Command) -> Result<(Duration, Option<u64>)> {
     }
 }
 
-fn median(mut values: Vec<Duration>) -> Duration {
+pub(crate) fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
     values[values.len() / 2]
 }
 
-fn dir_bytes(dir: &Path) -> u64 {
+pub(crate) fn dir_bytes(dir: &Path) -> u64 {
     fs::read_dir(dir).map_or(0, |entries| {
         entries.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
     })
@@ -198,6 +214,9 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     }
     let binary = root.join("target/release/infertrace");
     let dir = root.join("target/bench");
+    if options.formats {
+        return crate::bench_formats::bench_formats(&binary, &dir, options.log_bytes, options.runs);
+    }
     let inputs = inputs(&dir, options)?;
     let baseline = root.join("bench/baseline/normalize.py");
     let mut table = Vec::new();
@@ -256,6 +275,13 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         "python s",
         "python ÷ ours",
     ];
+    print_table(&headers, table);
+    println!("medians of {} runs; MB = 10^6 bytes; inputs in {}", options.runs, dir.display());
+    simulations(root, &binary, &dir, options.runs)
+}
+
+/// Prints `table` under `headers`, every column right-aligned to its widest cell.
+pub(crate) fn print_table(headers: &[&str], table: Vec<Vec<String>>) {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &table {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -268,8 +294,6 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     for row in table {
         println!("{}", line(row));
     }
-    println!("medians of {} runs; MB = 10^6 bytes; inputs in {}", options.runs, dir.display());
-    simulations(root, &binary, &dir, options.runs)
 }
 
 /// Requests of the Mooncake conversation trace in `testdata/`, which the simulations replay.
@@ -348,9 +372,12 @@ mod tests {
     fn options_parse_with_defaults_and_errors() {
         let defaults = BenchOptions::parse(&[]).unwrap();
         assert_eq!(
-            (defaults.runs, defaults.log_bytes, defaults.trace_rows, defaults.no_python),
-            (3, 1 << 30, 10_000_000, false)
+            (defaults.runs, defaults.log_bytes, defaults.trace_rows, defaults.no_python, defaults.formats),
+            (3, 1 << 30, 10_000_000, false, false)
         );
+        let formats = BenchOptions::parse(&["--formats"]).unwrap();
+        assert_eq!((formats.formats, formats.log_bytes), (true, 256 << 20));
+        assert_eq!(BenchOptions::parse(&["--formats", "--log-mb", "64"]).unwrap().log_bytes, 64 << 20);
         let given = BenchOptions::parse(&["--runs", "5", "--log-mb", "256", "--rows", "2000", "--no-python"]).unwrap();
         assert_eq!((given.runs, given.log_bytes, given.trace_rows, given.no_python), (5, 256 << 20, 2000, true));
         assert!(BenchOptions::parse(&["--runs", "0"]).unwrap_err().to_string().contains("at least 1"));

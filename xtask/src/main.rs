@@ -3,8 +3,9 @@
 //! - `codegen [--check]` writes `schemas/` from the schema crate (or checks it is up to date).
 //! - `normalize` normalizes every input under `testdata/` into `target/normalized/<name>/` and prints a summary.
 //! - `fuzz-seed` writes starting corpora for the fuzz targets of `fuzz/` from `testdata/` (see `fuzz.rs`).
-//! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python]` times `infertrace normalize` on large generated inputs
-//!   against `wc -l` and the Python baseline of `bench/baseline/` (see `bench.rs`; not part of CI).
+//! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--formats]` times `infertrace normalize` on large generated inputs
+//!   against `wc -l` and the Python baseline of `bench/baseline/` (see `bench.rs`; not part of CI); with `--formats`,
+//!   on every other line-oriented format, one thread against all (`bench_formats.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
@@ -18,10 +19,11 @@ use infertrace::{NormalizeOptions, normalize};
 use infertrace_schema::docs::generated_files;
 
 mod bench;
+mod bench_formats;
 mod fuzz;
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python]>";
+const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--formats]>";
 
 fn main() -> ExitCode {
     match run() {

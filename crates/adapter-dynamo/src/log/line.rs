@@ -234,11 +234,20 @@ pub(crate) fn parse_text(clean: &str) -> Option<TextRecord<'_>> {
     Some(TextRecord { time, level, span, spans, target: &rest[start..end], body: rest[end + 2..].trim_end() })
 }
 
+/// The `key=value` and `key="value"` pairs of a readable record's body, in order, values unquoted: read once per
+/// record, since a record is asked for a dozen keys.
+pub(crate) fn text_fields(body: &str) -> Vec<(&str, &str)> {
+    FIELD
+        .captures_iter(body)
+        .filter_map(|c| Some((c.name("k")?.as_str(), c.name("q").or_else(|| c.name("v"))?.as_str())))
+        .collect()
+}
+
 /// The fields of one record: the `k=v` pairs of a readable body, or the flattened keys of a JSON record.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Fields<'a> {
-    /// A readable record's body (message and fields).
-    Text(&'a str),
+    /// A readable record's fields, as [`text_fields`] reads them from its body.
+    Text(&'a [(&'a str, &'a str)]),
     /// A JSON record.
     Json(&'a Map<String, Value>),
 }
@@ -247,10 +256,7 @@ impl<'a> Fields<'a> {
     /// The first value of `key`, unquoted.
     pub(crate) fn get(&self, key: &str) -> Option<Cow<'a, str>> {
         match self {
-            Fields::Text(body) => FIELD
-                .captures_iter(body)
-                .find(|c| c.name("k").is_some_and(|k| k.as_str() == key))
-                .and_then(|c| c.name("q").or_else(|| c.name("v")).map(|m| Cow::Borrowed(m.as_str()))),
+            Fields::Text(pairs) => pairs.iter().find(|(k, _)| *k == key).map(|&(_, v)| Cow::Borrowed(v)),
             Fields::Json(map) => match map.get(key)? {
                 Value::String(s) => Some(Cow::Borrowed(s.as_str())),
                 Value::Number(n) => Some(Cow::Owned(n.to_string())),
@@ -263,11 +269,7 @@ impl<'a> Fields<'a> {
     /// Every value of `key`, in order (readable records repeat `request_id`; JSON keys are unique).
     pub(crate) fn all(&self, key: &str) -> Vec<Cow<'a, str>> {
         match self {
-            Fields::Text(body) => FIELD
-                .captures_iter(body)
-                .filter(|c| c.name("k").is_some_and(|k| k.as_str() == key))
-                .filter_map(|c| c.name("q").or_else(|| c.name("v")).map(|m| Cow::Borrowed(m.as_str())))
-                .collect(),
+            Fields::Text(pairs) => pairs.iter().filter(|(k, _)| *k == key).map(|&(_, v)| Cow::Borrowed(v)).collect(),
             Fields::Json(_) => self.get(key).into_iter().collect(),
         }
     }
@@ -670,7 +672,8 @@ mod tests {
 
     fn line_of(record: &str) -> Line<'_> {
         let r = parse_text(record).unwrap();
-        classify(r.body, r.target, r.span, &Fields::Text(r.body))
+        let pairs = text_fields(r.body);
+        classify(r.body, r.target, r.span, &Fields::Text(&pairs))
     }
 
     fn sel(worker: u64, dp: Option<u32>, hit: Option<u32>, wording: Wording) -> Line<'static> {
@@ -760,7 +763,8 @@ mod tests {
     #[test]
     fn fields_first_occurrence_wins_and_ids_stay_exact() {
         let body = r#"request completed request_id=first model=m status=success elapsed_ms=1628 method=POST request_id=second model="m" ttft_ms="1203.00" decode_worker_id=7587888160958627596 total_kv_blocks=Some(2859) note="a \"q\" b=c""#;
-        let f = Fields::Text(body);
+        let pairs = text_fields(body);
+        let f = Fields::Text(&pairs);
         assert_eq!(f.get("request_id").as_deref(), Some("first"));
         assert_eq!(f.all("request_id").iter().map(|c| c.as_ref()).collect::<Vec<_>>(), ["first", "second"]);
         assert_eq!(f.f64("ttft_ms"), Some(1203.0));

@@ -301,7 +301,8 @@ fn text_record(
         seen.readable_ms += 1;
     }
     let time = instant(record.time, line_no, sink);
-    let fields = Fields::Text(record.body);
+    let pairs = line::text_fields(record.body);
+    let fields = Fields::Text(&pairs);
     let kind = line::classify(record.body, record.target, record.span, &fields);
     folder.apply(Record { line: line_no, time, fields, kind }, sink)?;
     Ok(())
