@@ -3,8 +3,7 @@
 //!
 //! Each input is about `--log-mb` MiB (default 256), written once into `target/bench/formats/` by the adapter's
 //! own generator (seeded) and reused while its size target is unchanged. The whole-document formats (WEKA
-//! conversations, GenAI-Perf and vLLM bench JSON) are left out: a file of theirs is read whole by design. Azure has
-//! no generator in its crate; its three columns are written here.
+//! conversations, GenAI-Perf and vLLM bench JSON) are left out: a file of theirs is read whole by design.
 
 use std::ffi::OsString;
 use std::fs;
@@ -34,37 +33,12 @@ struct Format {
     write: Writer,
 }
 
-fn azure(out: &mut dyn Write, rows: u64) -> io::Result<()> {
-    // The 2023 Splitwise shape: 7-digit fractional seconds, a request every ~50 ms.
-    writeln!(out, "TIMESTAMP,ContextTokens,GeneratedTokens")?;
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for i in 0..rows {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let tick = i * 500_000 + x % 400_000; // 100 ns ticks
-        let (s, frac) = (tick / 10_000_000, tick % 10_000_000);
-        let seconds = 18 * 3600 + s;
-        writeln!(
-            out,
-            "2023-11-{:02} {:02}:{:02}:{:02}.{frac:07},{},{}",
-            16 + seconds / 86_400,
-            seconds / 3600 % 24,
-            seconds / 60 % 60,
-            seconds % 60,
-            1 + x % 8000,
-            1 + (x >> 20) % 700
-        )?;
-    }
-    Ok(())
-}
-
 fn formats() -> Vec<Format> {
     fn f(id: &'static str, file: &'static str, write: Writer) -> Format {
         Format { id, file, map: None, write }
     }
     vec![
-        f("azure-llm", "azure.csv", azure),
+        f("azure-llm", "azure.csv", |o, n| traces::write_azure(&mut IoAdapter(o), n, 7).map(drop)),
         f("burstgpt", "burstgpt.csv", |o, n| {
             burstgpt::generate::write_burstgpt(&mut IoAdapter(o), n, true, 7).map(drop)
         }),

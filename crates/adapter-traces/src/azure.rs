@@ -15,9 +15,11 @@
 
 use std::io::BufRead;
 
-use infertrace_adapter::time::parse_datetime;
+use infertrace_adapter::parallel::map_lines;
+use infertrace_adapter::time::{Instant, parse_datetime};
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    UtcOffset, utf8_line,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
 
@@ -88,43 +90,55 @@ impl Adapter for AzureLlm {
         // positions skip blank lines, which would put diagnostics on the wrong line numbers.
         let stem = ctx.source_stem();
         let mut lines = LineReader::new(input);
-        let mut columns = None;
         let mut multimodal = false;
         let mut zones = Zones::default();
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
+        // The header (or the first record, when there is none) settles the columns; every later line is read on
+        // any thread and folded in order.
+        let mut columns = None;
+        while columns.is_none() {
+            let Some((line_no, bytes)) = lines.next_bytes()? else { break };
             let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
             let line = if line_no == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
             if line.trim_ascii().is_empty() {
                 continue; // A blank line carries nothing to lose.
             }
-            // The known columns are among the first few; later ones (if any) are never looked at.
-            let mut buf = [""; MAX_FIELDS];
-            let mut count = 0;
-            for field in line.split(',').take(MAX_FIELDS) {
-                buf[count] = field.trim().trim_matches('"');
-                count += 1;
-            }
+            let (buf, count) = split(line);
             let fields = &buf[..count];
-            let cols = match columns {
-                Some(cols) => cols,
-                None => {
-                    let header = Columns::from_header(fields);
-                    multimodal = fields.contains(&NUM_IMAGES);
-                    columns = Some(header.unwrap_or(Columns::DEFAULT));
-                    if header.is_some() {
-                        continue;
-                    }
-                    sink.diagnostic(Diagnostic::new(
-                        line_no,
-                        DiagnosticKind::MissingField,
-                        "no TIMESTAMP,ContextTokens,GeneratedTokens header; assuming that column order",
-                    ));
-                    Columns::DEFAULT
+            let header = Columns::from_header(fields);
+            multimodal = fields.contains(&NUM_IMAGES);
+            columns = Some(header.unwrap_or(Columns::DEFAULT));
+            if header.is_none() {
+                sink.diagnostic(Diagnostic::new(
+                    line_no,
+                    DiagnosticKind::MissingField,
+                    "no TIMESTAMP,ContextTokens,GeneratedTokens header; assuming that column order",
+                ));
+                let record = Record::read(fields, Columns::DEFAULT, ctx.options.utc_offset);
+                if let Some(row) = self.row(record, line_no, stem, ctx, &mut zones, sink) {
+                    sink.request(row)?;
                 }
-            };
-            if let Some(row) = self.row(fields, cols, line_no, stem, ctx, &mut zones, sink) {
-                sink.request(row)?;
             }
+        }
+        if let Some(cols) = columns {
+            let offset = ctx.options.utc_offset;
+            let prepare = |bytes: &[u8]| {
+                let line = std::str::from_utf8(bytes).ok()?;
+                if line.trim_ascii().is_empty() {
+                    return None;
+                }
+                let (buf, count) = split(line);
+                Some(Record::read(&buf[..count], cols, offset))
+            };
+            map_lines(&mut lines, prepare, |line_no, bytes, record| {
+                if record.is_none() && utf8_line(line_no, bytes, sink).is_none() {
+                    return Ok(());
+                }
+                // A blank line carries nothing to lose.
+                if let Some(row) = record.and_then(|r| self.row(r, line_no, stem, ctx, &mut zones, sink)) {
+                    sink.request(row)?;
+                }
+                Ok::<_, ParseError>(())
+            })?;
         }
         let (format_version, clock_domain) = match (zones.with, zones.without, multimodal) {
             (_, _, true) => ("2025-multimodal", domain(&zones)),
@@ -142,34 +156,66 @@ impl Adapter for AzureLlm {
     }
 }
 
+/// A line's first [`MAX_FIELDS`] comma-separated fields, trimmed and unquoted, and how many there are.
+fn split(line: &str) -> ([&str; MAX_FIELDS], usize) {
+    // The known columns are among the first few; later ones (if any) are never looked at.
+    let mut buf = [""; MAX_FIELDS];
+    let mut count = 0;
+    for field in line.split(',').take(MAX_FIELDS) {
+        buf[count] = field.trim().trim_matches('"');
+        count += 1;
+    }
+    (buf, count)
+}
+
+/// What a data line holds, read without the fold's state (on any thread).
+#[derive(Debug, Clone, Copy)]
+enum Record {
+    /// Too few fields for the columns.
+    Short { fields: usize, width: usize },
+    /// The three values, each `None` when unreadable.
+    Values { arrival: Option<Instant>, context: Option<u32>, generated: Option<u32> },
+}
+
+impl Record {
+    fn read(fields: &[&str], cols: Columns, offset: UtcOffset) -> Record {
+        if fields.len() < cols.width() {
+            return Record::Short { fields: fields.len(), width: cols.width() };
+        }
+        Record::Values {
+            arrival: parse_datetime(fields[cols.timestamp], offset).ok(),
+            context: fields[cols.context].parse::<u32>().ok(),
+            generated: fields[cols.generated].parse::<u32>().ok(),
+        }
+    }
+}
+
 fn domain(zones: &Zones) -> ClockDomain {
     if zones.without == 0 && zones.with > 0 { ClockDomain::Utc } else { ClockDomain::AssumedOffset }
 }
 
 impl AzureLlm {
     /// One data record as a request row, or `None` (with a diagnostic) when nothing in it is usable.
-    #[allow(clippy::too_many_arguments)]
     fn row(
         &self,
-        fields: &[&str],
-        cols: Columns,
+        record: Record,
         line: u64,
         stem: &str,
         ctx: &ParseContext<'_>,
         zones: &mut Zones,
         sink: &mut dyn Sink,
     ) -> Option<RequestRow> {
-        if fields.len() < cols.width() {
-            sink.diagnostic(Diagnostic::new(
-                line,
-                DiagnosticKind::MalformedCsv,
-                format!("{} fields, expected at least {}", fields.len(), cols.width()),
-            ));
-            return None;
-        }
-        let arrival = parse_datetime(fields[cols.timestamp], ctx.options.utc_offset).ok();
-        let context = fields[cols.context].parse::<u32>().ok();
-        let generated = fields[cols.generated].parse::<u32>().ok();
+        let (arrival, context, generated) = match record {
+            Record::Values { arrival, context, generated } => (arrival, context, generated),
+            Record::Short { fields, width } => {
+                sink.diagnostic(Diagnostic::new(
+                    line,
+                    DiagnosticKind::MalformedCsv,
+                    format!("{fields} fields, expected at least {width}"),
+                ));
+                return None;
+            }
+        };
         if arrival.is_none() && context.is_none() && generated.is_none() {
             sink.diagnostic(Diagnostic::new(
                 line,
@@ -308,10 +354,32 @@ mod tests {
 
     #[test]
     fn a_headerless_file_is_parsed_in_the_documented_order_with_a_diagnostic() {
-        let (sink, _) = parse("2023-11-16 18:17:03,1,2\n", ParseOptions::default());
-        assert_eq!(sink.diagnostics.len(), 1);
-        assert_eq!(sink.diagnostics[0].kind, DiagnosticKind::MissingField);
-        assert_eq!(sink.requests[0].arrival_time, Some(NOV_16_181703 * 1_000_000_000));
+        let (sink, _) = parse("2023-11-16 18:17:03,1,2\n2023-11-16 18:17:04,3,x\n", ParseOptions::default());
+        let diagnostics: Vec<_> = sink.diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+        assert_eq!(diagnostics, [(1, DiagnosticKind::MissingField), (2, DiagnosticKind::InvalidValue)]);
+        let rows: Vec<_> = sink.requests.iter().map(|r| (r.arrival_time, r.input_tokens, r.output_tokens)).collect();
+        let s = 1_000_000_000;
+        assert_eq!(rows, [(Some(NOV_16_181703 * s), Some(1), Some(2)), (Some((NOV_16_181703 + 1) * s), Some(3), None)]);
+    }
+
+    #[test]
+    fn a_generated_trace_reads_back_whole_and_in_order() {
+        let mut text = Vec::new();
+        let generated = crate::generate::write_azure(&mut text, 5_000, 11).unwrap();
+        let options = ParseOptions { utc_offset: UtcOffset::UTC, ..ParseOptions::default() };
+        let (sink, report) = parse(std::str::from_utf8(&text).unwrap(), options);
+        assert_eq!(sink.diagnostics, []);
+        assert_eq!((report.lines, sink.requests.len()), (5_001, 5_000));
+        assert_eq!(
+            sink.requests.iter().map(|r| u64::from(r.input_tokens.unwrap())).sum::<u64>(),
+            generated.input_tokens
+        );
+        // Row i arrives 50 ms × i plus under 40 ms after 2023-11-16T18:00:00Z (1,700,157,600 s).
+        for (i, row) in sink.requests.iter().enumerate() {
+            let after = row.arrival_time.unwrap() - 1_700_157_600 * 1_000_000_000 - i as i64 * 50_000_000;
+            assert!((0..40_000_000).contains(&after), "row {i} arrives {after} ns after its slot");
+            assert_eq!(row.source_line, Some(i as u64 + 2));
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Synthetic trace inputs of any size, for tests and benchmarks: every Mooncake variant Dynamo's replay reads.
+//! Synthetic trace inputs of any size, for tests and benchmarks: every Mooncake variant Dynamo's replay reads, and
+//! Azure LLM inference CSVs.
 //! Deterministic for a seed; every line is valid, so a parse gives no diagnostics.
 
 use std::io::{self, Write};
@@ -209,6 +210,32 @@ pub fn write_applied_compute(out: &mut impl Write, sessions: u64, seed: u64) -> 
         }
         generated.lines += 1;
         generated.requests += turns + 1;
+    }
+    Ok(generated)
+}
+
+/// An Azure LLM inference trace of `rows` rows in the 2023 Splitwise shape (`TIMESTAMP,ContextTokens,GeneratedTokens`,
+/// seven fraction digits, no zone): a request about every 50 ms from 2023-11-16 18:00:00, rising. With
+/// `--utc-offset +00:00` row `i` (from 0) arrives `i × 50 ms` plus under 40 ms after 1,700,157,600 s.
+pub fn write_azure(out: &mut impl Write, rows: u64, seed: u64) -> io::Result<Generated> {
+    let mut rng = Rng::new(seed);
+    writeln!(out, "TIMESTAMP,ContextTokens,GeneratedTokens")?;
+    let mut generated = Generated { lines: 1, requests: rows, ..Generated::default() };
+    for i in 0..rows {
+        // In 100 ns ticks, as the trace writes them.
+        let tick = i * 500_000 + rng.below(400_000);
+        let (seconds, fraction) = (18 * 3600 + tick / 10_000_000, tick % 10_000_000);
+        let (input, output) = (1 + rng.below(8000), 1 + rng.below(700));
+        writeln!(
+            out,
+            "2023-11-{:02} {:02}:{:02}:{:02}.{fraction:07},{input},{output}",
+            16 + seconds / 86_400,
+            seconds / 3600 % 24,
+            seconds / 60 % 60,
+            seconds % 60,
+        )?;
+        generated.lines += 1;
+        generated.input_tokens += input;
     }
     Ok(generated)
 }

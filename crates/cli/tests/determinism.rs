@@ -92,12 +92,16 @@ fn every_thread_count_writes_the_same_bytes() {
     let mooncake = write("mooncake.jsonl", &|out| {
         infertrace_adapter_traces::generate::write_mooncake(out, 600, 10, false, 3).map(drop)
     });
-    for path in [&vllm, &sglang, &mooncake] {
+    let azure = write("azure.csv", &|out| infertrace_adapter_traces::generate::write_azure(out, 20_000, 3).map(drop));
+    let burstgpt = write("burstgpt.csv", &|out| {
+        infertrace_adapter_traces::burstgpt::generate::write_burstgpt(out, 12_000, true, 3).map(drop)
+    });
+    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt] {
         let bytes = std::fs::metadata(path).unwrap().len();
         assert!(bytes > 600_000, "{} is only {bytes} bytes: too few chunks to test", path.display());
     }
     let mut inputs = common::valid_inputs();
-    inputs.extend([vllm, sglang, mooncake]);
+    inputs.extend([vllm, sglang, mooncake, azure, burstgpt]);
     let run = |threads: usize| {
         let output = dir.path().join(format!("threads-{threads}"));
         let options =
@@ -106,10 +110,14 @@ fn every_thread_count_writes_the_same_bytes() {
         (report.manifest, common::dataset_files(&output))
     };
     let (manifest, one) = run(1);
-    // The generated inputs are the last three; each made rows.
-    let generated = &manifest.inputs[manifest.inputs.len() - 3..];
-    assert_eq!(generated.iter().map(|i| i.format.as_str()).collect::<Vec<_>>(), ["vllm-log", "sglang-log", "mooncake"]);
+    // The generated inputs are the last five; each made rows.
+    let generated = &manifest.inputs[manifest.inputs.len() - 5..];
+    assert_eq!(
+        generated.iter().map(|i| i.format.as_str()).collect::<Vec<_>>(),
+        ["vllm-log", "sglang-log", "mooncake", "azure-llm", "burstgpt"]
+    );
     assert_eq!(generated[0].records.requests, 40);
+    assert_eq!((generated[3].records.requests, generated[4].records.requests), (20_000, 12_000));
     // More samples than a file read ahead may hold (16 MiB at 256 bytes a row): with several threads the SGLang log
     // is read ahead, found too large and streamed.
     assert!(generated[1].records.samples > 65_536 && generated[2].records.requests == 6_000, "{generated:?}");

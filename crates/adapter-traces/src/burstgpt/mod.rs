@@ -42,8 +42,15 @@ pub mod generate;
 
 pub(crate) use csv_line::split as split_csv_line;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::BufRead;
+use std::num::NonZeroUsize;
+use std::ops::Range;
+
+use ahash::RandomState;
+use csv_line::UnterminatedQuote;
+use infertrace_adapter::parallel::map_lines;
+use lru::LruCache;
 
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
@@ -153,9 +160,12 @@ impl Adapter for BurstGpt {
         sink: &mut dyn Sink,
     ) -> Result<ParseReport, ParseError> {
         let mut lines = LineReader::new(input);
-        let mut columns = None;
         let mut state = State::new(ctx.source_stem());
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
+        // The header (or the first record, when there is none) settles the columns; every later line is read on
+        // any thread and folded in order.
+        let mut columns = None;
+        while columns.is_none() {
+            let Some((line_no, bytes)) = lines.next_bytes()? else { break };
             let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
             let line = if line_no == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
             if line.trim_ascii().is_empty() {
@@ -166,26 +176,30 @@ impl Adapter for BurstGpt {
                 sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedCsv, "a quoted field is not closed"));
                 continue;
             };
-            let fields = &buf[..count];
-            let cols = match columns {
-                Some(cols) => cols,
-                None => {
-                    let header = Columns::from_header(fields);
-                    columns = Some(header.unwrap_or(Columns::V1));
-                    if header.is_some() {
-                        continue;
-                    }
-                    sink.diagnostic(Diagnostic::new(
-                        line_no,
-                        DiagnosticKind::MissingField,
-                        "no Timestamp,Request tokens,Response tokens header; assuming the 1.x column order",
-                    ));
-                    Columns::V1
-                }
-            };
-            if let Some(row) = state.row(fields, cols, line_no, ctx, sink) {
-                sink.request(row)?;
+            let header = Columns::from_header(&buf[..count]);
+            columns = Some(header.unwrap_or(Columns::V1));
+            if header.is_none() {
+                sink.diagnostic(Diagnostic::new(
+                    line_no,
+                    DiagnosticKind::MissingField,
+                    "no Timestamp,Request tokens,Response tokens header; assuming the 1.x column order",
+                ));
+                state.fold(Record::read(line, Columns::V1), line.as_bytes(), Columns::V1, line_no, ctx, sink)?;
             }
+        }
+        if let Some(cols) = columns {
+            let prepare = |bytes: &[u8]| {
+                let line = std::str::from_utf8(bytes).ok()?;
+                (!line.trim_ascii().is_empty()).then(|| Record::read(line, cols))
+            };
+            map_lines(&mut lines, prepare, |line_no, bytes, record| match record {
+                Some(record) => state.fold(record, bytes, cols, line_no, ctx, sink),
+                None => {
+                    // Not UTF-8 (a diagnostic), or blank: a blank line carries nothing to lose.
+                    utf8_line(line_no, bytes, sink);
+                    Ok(())
+                }
+            })?;
         }
         Ok(ParseReport {
             format_version: columns.map(|c| c.generation().to_owned()),
@@ -223,27 +237,47 @@ impl<'a> State<'a> {
     }
 
     /// One data record as a request row, or `None` (with a diagnostic) when nothing in it is usable.
+    /// One prepared data line: its request row, if any, to `sink`.
+    fn fold(
+        &mut self,
+        record: Result<Record, UnterminatedQuote>,
+        line: &[u8],
+        cols: Columns,
+        line_no: u64,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<(), ParseError> {
+        let Ok(record) = record else {
+            sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedCsv, "a quoted field is not closed"));
+            return Ok(());
+        };
+        if let Some(row) = self.row(&record, line, cols, line_no, ctx, sink) {
+            sink.request(row)?;
+        }
+        Ok(())
+    }
+
     fn row(
         &mut self,
-        fields: &[&str],
+        record: &Record,
+        text: &[u8],
         cols: Columns,
         line: u64,
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
     ) -> Option<RequestRow> {
-        if fields.len() < cols.width() {
+        if record.fields < cols.width() {
             sink.diagnostic(Diagnostic::new(
                 line,
                 DiagnosticKind::MalformedCsv,
-                format!("{} fields, expected {}", fields.len(), cols.width()),
+                format!("{} fields, expected {}", record.fields, cols.width()),
             ));
             return None;
         }
-        let get = |i: Option<usize>| i.and_then(|i| fields.get(i).copied()).filter(|f| !f.is_empty());
-        let timestamp = get(Some(cols.timestamp)).and_then(|f| f.parse::<f64>().ok()).filter(|t| *t >= 0.0);
+        // The ranges are of fields split from this same UTF-8 text, so they are on character boundaries.
+        let field = |range: &Option<Range<usize>>| range.clone().and_then(|r| std::str::from_utf8(&text[r]).ok());
+        let Record { timestamp, request, response, elapsed, total, .. } = *record;
         let arrival = timestamp.and_then(seconds_to_nanos).and_then(|ns| ns.checked_add(ctx.options.start_ns));
-        let request = get(Some(cols.request)).and_then(|f| f.parse::<u32>().ok());
-        let response = get(Some(cols.response)).and_then(|f| f.parse::<u32>().ok());
         if arrival.is_none() && request.is_none() && response.is_none() {
             sink.diagnostic(Diagnostic::new(
                 line,
@@ -252,8 +286,6 @@ impl<'a> State<'a> {
             ));
             return None;
         }
-        let elapsed = get(cols.elapsed).map(|f| f.parse::<f64>().ok().filter(|e| e.is_finite() && *e >= 0.0));
-        let total = get(cols.total).map(|f| f.parse::<u64>().ok());
         let mut invalid = Vec::new();
         for (ok, name, expected) in [
             (arrival.is_some(), TIMESTAMP, "a non-negative number of seconds"),
@@ -285,7 +317,7 @@ impl<'a> State<'a> {
             self.previous = Some(t);
         }
 
-        let model = get(cols.model);
+        let model = field(&record.model);
         if let Some(model) = model {
             if let Some(count) = self.models.get_mut(model) {
                 *count += 1;
@@ -295,7 +327,7 @@ impl<'a> State<'a> {
                 *self.models.entry("other".to_owned()).or_default() += 1;
             }
         }
-        let log_type = get(cols.log_type);
+        let log_type = field(&record.log_type);
         let (class, log_key) = match log_type {
             Some(CONVERSATION_LOG) => (Some(WorkloadClass::Chat), CONVERSATION_LOG),
             Some(API_LOG) => (None, API_LOG),
@@ -305,7 +337,7 @@ impl<'a> State<'a> {
         if cols.log_type.is_some() {
             *self.log_types.entry(log_key).or_default() += 1;
         }
-        let session = get(cols.session);
+        let session = field(&record.session);
         let turn = session.map(|id| self.sessions.next_turn(id));
         let failed = response == Some(0);
         if failed {
@@ -356,40 +388,79 @@ impl<'a> State<'a> {
 /// iteration order never reaches an output.
 #[derive(Debug)]
 struct Sessions {
-    cap: usize,
-    map: HashMap<String, (u32, u64)>,
-    order: BTreeMap<u64, String>,
-    tick: u64,
+    map: LruCache<String, u32, RandomState>,
     started: u64,
     evicted: u64,
 }
 
 impl Sessions {
     fn new(cap: usize) -> Self {
-        Self { cap: cap.max(1), map: HashMap::new(), order: BTreeMap::new(), tick: 0, started: 0, evicted: 0 }
+        let cap = NonZeroUsize::new(cap).unwrap_or(NonZeroUsize::MIN);
+        Self { map: LruCache::with_hasher(cap, RandomState::new()), started: 0, evicted: 0 }
     }
 
     /// The turn of this row of session `id` (0 for a new session), counting it.
     fn next_turn(&mut self, id: &str) -> u32 {
-        self.tick += 1;
-        if let Some((turns, used)) = self.map.get_mut(id) {
-            self.order.remove(used);
-            *used = self.tick;
-            self.order.insert(self.tick, id.to_owned());
+        if let Some(turns) = self.map.get_mut(id) {
             let turn = *turns;
             *turns = turns.saturating_add(1);
             return turn;
         }
         self.started += 1;
-        if self.map.len() >= self.cap
-            && let Some((_, oldest)) = self.order.pop_first()
-        {
-            self.map.remove(&oldest);
+        // `id` is new, so what `push` hands back is the least recently used session, forgotten.
+        if self.map.push(id.to_owned(), 1).is_some() {
             self.evicted += 1;
         }
-        self.map.insert(id.to_owned(), (1, self.tick));
-        self.order.insert(self.tick, id.to_owned());
         0
+    }
+}
+
+/// What a data line holds, read without the fold's state (on any thread): numbers parsed, text fields as byte
+/// ranges of the line.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    /// Fields on the line (at most [`MAX_FIELDS`]); the rest is unread when too few for the columns.
+    fields: usize,
+    /// Seconds, when a non-negative number.
+    timestamp: Option<f64>,
+    request: Option<u32>,
+    response: Option<u32>,
+    /// `None` without the column or value, `Some(None)` when unreadable.
+    elapsed: Option<Option<f64>>,
+    /// As `elapsed`.
+    total: Option<Option<u64>>,
+    model: Option<Range<usize>>,
+    log_type: Option<Range<usize>>,
+    session: Option<Range<usize>>,
+}
+
+impl Record {
+    fn read(line: &str, cols: Columns) -> Result<Record, UnterminatedQuote> {
+        let mut buf = [""; MAX_FIELDS];
+        let count = split_csv_line(line, &mut buf)?;
+        let fields = &buf[..count];
+        if count < cols.width() {
+            return Ok(Record { fields: count, ..Record::default() });
+        }
+        let get = |i: Option<usize>| i.and_then(|i| fields.get(i).copied()).filter(|f| !f.is_empty());
+        // Every field is a subslice of `line`.
+        let range = |i: Option<usize>| {
+            get(i).map(|f| {
+                let start = f.as_ptr() as usize - line.as_ptr() as usize;
+                start..start + f.len()
+            })
+        };
+        Ok(Record {
+            fields: count,
+            timestamp: get(Some(cols.timestamp)).and_then(|f| f.parse::<f64>().ok()).filter(|t| *t >= 0.0),
+            request: get(Some(cols.request)).and_then(|f| f.parse::<u32>().ok()),
+            response: get(Some(cols.response)).and_then(|f| f.parse::<u32>().ok()),
+            elapsed: get(cols.elapsed).map(|f| f.parse::<f64>().ok().filter(|e| e.is_finite() && *e >= 0.0)),
+            total: get(cols.total).map(|f| f.parse::<u64>().ok()),
+            model: range(cols.model),
+            log_type: range(cols.log_type),
+            session: range(cols.session),
+        })
     }
 }
 
