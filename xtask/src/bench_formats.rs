@@ -24,8 +24,8 @@ use infertrace_adapter_vllm::generate as vllm;
 /// Writes `n` units of one format.
 type Writer = fn(&mut dyn Write, u64) -> io::Result<()>;
 
-/// One format: its adapter id, the file name it is written to, extra `normalize` arguments (relative to the inputs'
-/// directory: a mapping file) and its generator.
+/// One format: its adapter id, the file name it is written to (stems distinct: the size marker is `<stem>.target`),
+/// the `--format` and mapping file it needs, if any, and its generator.
 struct Format {
     id: &'static str,
     file: &'static str,
@@ -65,7 +65,9 @@ fn formats() -> Vec<Format> {
         f("sglang-kv-events", "sglang-kv-events.jsonl", |o, n| {
             sglang::write_kv_events(&mut IoAdapter(o), n, 7).map(drop)
         }),
-        f("sglang-bench", "sglang-bench.jsonl", |o, n| sglang::write_bench(&mut IoAdapter(o), 1, n, 7).map(drop)),
+        f("sglang-bench", "sglang-bench.jsonl", |o, n| {
+            sglang::write_bench(&mut IoAdapter(o), n.div_ceil(100), 100, 7).map(drop)
+        }),
         f("dynamo-request-trace", "dynamo-request-trace.jsonl", |o, n| {
             dynamo::request_trace::write_request_trace(&mut IoAdapter(o), n, 7).map(drop)
         }),
@@ -89,13 +91,13 @@ fn formats() -> Vec<Format> {
         }),
         Format {
             id: "csv (mapped)",
-            file: "mapped.csv",
+            file: "mapped-csv.csv",
             map: Some(("csv", "mapped-csv.toml")),
             write: |o, n| mapped::write_csv(&mut IoAdapter(o), n, 7).map(drop),
         },
         Format {
             id: "jsonl (mapped)",
-            file: "mapped.jsonl",
+            file: "mapped-jsonl.jsonl",
             map: Some(("jsonl", "mapped-jsonl.toml")),
             write: |o, n| mapped::write_jsonl(&mut IoAdapter(o), n, 7).map(drop),
         },

@@ -45,10 +45,10 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
+use infertrace_adapter::parallel::map_json_lines;
 use infertrace_adapter::time::millis_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
 };
 use infertrace_schema::{CacheEvent, CacheEventKind, ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use serde::Deserialize;
@@ -150,18 +150,7 @@ impl Adapter for DynamoRequestTrace {
         let mut lines = LineReader::new(input);
         let mut records: BTreeMap<String, u64> = BTreeMap::new();
         let mut without_blocks = 0u64;
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-            if line.trim_ascii().is_empty() {
-                continue;
-            }
-            let record: Record = match serde_json::from_str(line) {
-                Ok(record) => record,
-                Err(e) => {
-                    sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e)));
-                    continue;
-                }
-            };
+        map_json_lines(&mut lines, sink, |line_no, record: Record, sink| {
             let event = record.event_type.as_deref().unwrap_or_default();
             let known = ["request_end", "request_payload", "tool_start", "tool_end", "tool_error"].contains(&event);
             // Payload records are written before the schema key existed on them (the replay fixtures show one).
@@ -171,11 +160,11 @@ impl Adapter for DynamoRequestTrace {
                     DiagnosticKind::NotARecord,
                     "not a dynamo.request.trace.v1 record",
                 ));
-                continue;
+                return Ok(());
             }
             *records.entry(event.to_owned()).or_default() += 1;
             if event != "request_end" {
-                continue;
+                return Ok(());
             }
             let Some(metrics) = record.request else {
                 sink.diagnostic(Diagnostic::new(
@@ -183,7 +172,7 @@ impl Adapter for DynamoRequestTrace {
                     DiagnosticKind::MissingField,
                     "request_end without `request`",
                 ));
-                continue;
+                return Ok(());
             };
             let session = record.agent_context.and_then(|a| a.session_id);
             if !request_end(metrics, session, line_no, ctx, sink, &mut without_blocks)? {
@@ -193,7 +182,8 @@ impl Adapter for DynamoRequestTrace {
                     "request_end without `request_id` or `x_request_id`",
                 ));
             }
-        }
+            Ok::<_, DatasetError>(())
+        })?;
         let mut details = BTreeMap::new();
         details.insert("records".to_owned(), serde_json::json!(records));
         if without_blocks > 0 {

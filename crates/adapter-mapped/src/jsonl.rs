@@ -8,6 +8,7 @@
 use std::io::BufRead;
 
 use infertrace_adapter::json::{error_message, quote_python_floats};
+use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::{Diagnostic, DiagnosticKind, LineReader, ParseError, Sink, utf8_line};
 use serde_json::Value;
 
@@ -21,21 +22,31 @@ pub(crate) fn parse(
     sink: &mut dyn Sink,
 ) -> Result<u64, ParseError> {
     let mut lines = LineReader::new(input);
-    while let Some((line_no, bytes)) = lines.next_bytes()? {
-        let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-        let line = if line_no == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
+    // Parsed on any thread, folded in order. A byte-order mark is dropped from any line, not only the first: files
+    // joined with `cat` carry one at each join.
+    let prepare = |bytes: &[u8]| {
+        let line = std::str::from_utf8(bytes).ok()?;
+        let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         if line.trim_ascii().is_empty() {
-            continue; // A blank line carries nothing to lose.
+            return None;
         }
-        let object = match serde_json::from_str::<Value>(&quote_python_floats(line)) {
-            Ok(Value::Object(object)) => Value::Object(object),
-            Ok(_) => {
-                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "JSON but not an object"));
-                continue;
+        Some(match serde_json::from_str::<Value>(&quote_python_floats(line)) {
+            Ok(Value::Object(object)) => Ok(Value::Object(object)),
+            Ok(_) => Err((DiagnosticKind::NotARecord, "JSON but not an object".to_owned())),
+            Err(error) => Err((DiagnosticKind::MalformedJson, error_message(&error))),
+        })
+    };
+    map_lines(&mut lines, prepare, |line_no, bytes, object| {
+        let object = match object {
+            Some(Ok(object)) => object,
+            Some(Err((kind, message))) => {
+                sink.diagnostic(Diagnostic::new(line_no, kind, message));
+                return Ok(());
             }
-            Err(error) => {
-                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, error_message(&error)));
-                continue;
+            None => {
+                // Blank (nothing to lose), or not UTF-8 (which `utf8_line` reports).
+                let _ = utf8_line(line_no, bytes, sink);
+                return Ok(());
             }
         };
         let columns = mapping.columns();
@@ -51,7 +62,8 @@ pub(crate) fn parse(
             }
         };
         rows.record(line_no, cell, sink)?;
-    }
+        Ok::<_, ParseError>(())
+    })?;
     Ok(lines.lines_read())
 }
 

@@ -373,6 +373,18 @@ mod tests {
     }
 
     #[test]
+    fn jsonl_byte_order_marks_are_dropped_where_files_were_joined() {
+        // Two files joined with `cat`, each starting with a byte-order mark; a blank line and a non-object between.
+        let mapping = "[requests]\ninput_tokens = \"in\"\n";
+        let text = "\u{feff}{\"in\": 3}\n\n\u{feff}{\"in\": 4}\n[5]\n";
+        let (sink, report) = parse(InputKind::Jsonl, mapping, text, ParseOptions::default());
+        assert_eq!(found(&sink), [(4, "not-a-record", "JSON but not an object")]);
+        let rows: Vec<_> = sink.requests.iter().map(|r| (r.source_line, r.input_tokens)).collect();
+        assert_eq!(rows, [(Some(1), Some(3)), (Some(3), Some(4))]);
+        assert_eq!(report.lines, 4);
+    }
+
+    #[test]
     fn never_detected() {
         let adapter = MappedAdapter::new(InputKind::Csv, Mapping::from_toml(IN_HOUSE).unwrap());
         assert_eq!(adapter.detect(b"id,sent,ttft\n"), None);

@@ -9,12 +9,13 @@
 
 use std::io::BufRead;
 
+use infertrace_adapter::parallel::map_json_lines;
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::log::requests::meta_from_json;
@@ -50,66 +51,19 @@ impl Adapter for SglangRequestMetrics {
         sink: &mut dyn Sink,
     ) -> Result<ParseReport, ParseError> {
         let mut lines = LineReader::new(input);
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-            if line.trim_ascii().is_empty() {
-                continue;
-            }
-            let record: Value = match serde_json::from_str(line) {
-                Ok(record) => record,
-                Err(e) => {
-                    sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e)));
-                    continue;
-                }
-            };
-            let parameters: Option<Value> =
-                record.get("request_parameters").and_then(Value::as_str).and_then(|s| serde_json::from_str(s).ok());
-            let param = |key: &str| parameters.as_ref().and_then(|p| p.get(key));
-            let meta = meta_from_json(&record);
-            let Some(id) = meta.id.clone().or_else(|| param("rid").and_then(Value::as_str).map(str::to_owned)) else {
+        map_json_lines(&mut lines, sink, |line_no, Parsed(row), sink| {
+            let Some(mut row) = row else {
                 sink.diagnostic(Diagnostic::new(
                     line_no,
                     DiagnosticKind::MissingField,
                     "a record without `id` or `rid`",
                 ));
-                continue;
+                return Ok(());
             };
-            let arrival =
-                meta.received_ts.or_else(|| param("received_time").and_then(Value::as_f64)).and_then(seconds_to_nanos);
-            let completion = meta
-                .finished_ts
-                .and_then(seconds_to_nanos)
-                .or_else(|| Some(arrival? + seconds_to_nanos(meta.e2e_latency?)?));
-            sink.request(RequestRow {
-                request_id: id,
-                source: Self::ID.to_owned(),
-                arrival_time: arrival,
-                completion_time: completion,
-                queue_s: meta.queue_time,
-                e2e_s: meta.e2e_latency,
-                input_tokens: meta.prompt_tokens,
-                cached_tokens: meta.cached_tokens,
-                cached_tokens_gpu: meta.cached_device,
-                cached_tokens_cpu: meta.cached_host,
-                cached_tokens_disk: meta.cached_storage,
-                output_tokens: meta.completion_tokens,
-                reasoning_tokens: meta.reasoning_tokens,
-                max_tokens: param("sampling_params")
-                    .and_then(|s| s.get("max_new_tokens"))
-                    .and_then(Value::as_u64)
-                    .and_then(|n| u32::try_from(n).ok()),
-                status: match meta.finish_reason.as_deref() {
-                    Some("abort") => Status::Aborted,
-                    Some(_) => Status::Ok,
-                    None => Status::Unknown,
-                },
-                finish_reason: meta.finish_reason,
-                http_status: meta.status_code,
-                source_file: Some(ctx.source_file.to_owned()),
-                source_line: Some(line_no),
-                ..RequestRow::default()
-            })?;
-        }
+            row.source_file = Some(ctx.source_file.to_owned());
+            row.source_line = Some(line_no);
+            sink.request(*row)
+        })?;
         Ok(ParseReport {
             format_version: None,
             clock_domain: ClockDomain::Utc,
@@ -118,6 +72,58 @@ impl Adapter for SglangRequestMetrics {
             details: Default::default(),
         })
     }
+}
+
+/// A record's request row, without its source file and line, or `None` when it names no request (no `id`, no
+/// `rid`). Made by the thread that reads the line, so the JSON values are built and dropped there, and the fold
+/// only writes the row.
+struct Parsed(Option<Box<RequestRow>>);
+
+impl<'de> Deserialize<'de> for Parsed {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let record = Value::deserialize(deserializer)?;
+        Ok(Parsed(row(&record).map(Box::new)))
+    }
+}
+
+/// The row of one record (`request_parameters` is a JSON object serialized into a string).
+fn row(record: &Value) -> Option<RequestRow> {
+    let parameters: Option<Value> =
+        record.get("request_parameters").and_then(Value::as_str).and_then(|s| serde_json::from_str(s).ok());
+    let param = |key: &str| parameters.as_ref().and_then(|p| p.get(key));
+    let meta = meta_from_json(record);
+    let id = meta.id.clone().or_else(|| param("rid").and_then(Value::as_str).map(str::to_owned))?;
+    let arrival =
+        meta.received_ts.or_else(|| param("received_time").and_then(Value::as_f64)).and_then(seconds_to_nanos);
+    let completion =
+        meta.finished_ts.and_then(seconds_to_nanos).or_else(|| Some(arrival? + seconds_to_nanos(meta.e2e_latency?)?));
+    Some(RequestRow {
+        request_id: id,
+        source: SglangRequestMetrics::ID.to_owned(),
+        arrival_time: arrival,
+        completion_time: completion,
+        queue_s: meta.queue_time,
+        e2e_s: meta.e2e_latency,
+        input_tokens: meta.prompt_tokens,
+        cached_tokens: meta.cached_tokens,
+        cached_tokens_gpu: meta.cached_device,
+        cached_tokens_cpu: meta.cached_host,
+        cached_tokens_disk: meta.cached_storage,
+        output_tokens: meta.completion_tokens,
+        reasoning_tokens: meta.reasoning_tokens,
+        max_tokens: param("sampling_params")
+            .and_then(|s| s.get("max_new_tokens"))
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok()),
+        status: match meta.finish_reason.as_deref() {
+            Some("abort") => Status::Aborted,
+            Some(_) => Status::Ok,
+            None => Status::Unknown,
+        },
+        finish_reason: meta.finish_reason,
+        http_status: meta.status_code,
+        ..RequestRow::default()
+    })
 }
 
 #[cfg(test)]

@@ -21,8 +21,10 @@ use std::io::{self, BufRead};
 use std::ops::Range;
 
 use rayon::prelude::*;
+use serde::de::DeserializeOwned;
 
 use crate::lines::{LineReader, OVERLONG};
+use crate::{Diagnostic, DiagnosticKind, ParseError, Sink, json, utf8_line};
 
 /// Most bytes of input per chunk handed to a worker: enough that a chunk's bookkeeping is negligible.
 pub const CHUNK_BYTES: usize = 256 << 10;
@@ -49,6 +51,37 @@ where
 {
     let threads = rayon::current_num_threads();
     map_lines_with(lines, threads, (BATCH_BYTES / (2 * threads)).clamp(16 << 10, CHUNK_BYTES), prepare, fold)
+}
+
+/// [`map_lines`] for JSON Lines: every non-blank UTF-8 line is parsed as a `T` on any thread, and `fold` is called in
+/// input order with the line's number and its record. The lines that give no record are handled as every JSON Lines
+/// adapter handles them: a line that is not UTF-8 (or too long) is reported by [`utf8_line`], one that is not a `T`
+/// as `malformed-json` with serde's message, and a blank line is skipped (it carries nothing to lose).
+pub fn map_json_lines<R, T, E>(
+    lines: &mut LineReader<R>,
+    sink: &mut dyn Sink,
+    mut fold: impl FnMut(u64, T, &mut dyn Sink) -> Result<(), E>,
+) -> Result<(), ParseError>
+where
+    R: BufRead,
+    T: DeserializeOwned + Send,
+    E: Into<ParseError>,
+{
+    let prepare = |bytes: &[u8]| {
+        let line = std::str::from_utf8(bytes).ok()?;
+        (!line.trim_ascii().is_empty()).then(|| serde_json::from_str::<T>(line).map_err(|e| json::error_message(&e)))
+    };
+    map_lines(lines, prepare, |line_no, bytes, record| {
+        match record {
+            Some(Ok(record)) => return fold(line_no, record, sink).map_err(Into::into),
+            Some(Err(message)) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message)),
+            None => {
+                // Blank, or not UTF-8 (which `utf8_line` reports).
+                let _ = utf8_line(line_no, bytes, sink);
+            }
+        }
+        Ok(())
+    })
 }
 
 /// [`map_lines`] with an explicit thread count and chunk size, so tests can cut an input into many small chunks.
@@ -224,6 +257,56 @@ mod tests {
                 assert_eq!(got, want, "threads {threads}, chunks of {chunk_bytes}");
             }
         }
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct N {
+        n: u64,
+    }
+
+    #[test]
+    fn json_lines_give_records_in_order_and_report_the_lines_that_are_not() {
+        let input =
+            b"{\"n\":1}\n\n{\"n\":\n\xff\xfe\n   \n{\"n\":2,\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n{\"n\":3}";
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let (records, sink) = pool.install(|| {
+            let mut lines = LineReader::with_limit(&input[..], 40);
+            let (mut records, mut sink) = (Vec::new(), crate::CollectSink::default());
+            map_json_lines(&mut lines, &mut sink, |line, record: N, _| {
+                records.push((line, record.n));
+                Ok::<_, ParseError>(())
+            })
+            .unwrap();
+            (records, sink)
+        });
+        assert_eq!(records, [(1, 1), (7, 3)]);
+        let diagnostics: Vec<_> = sink.diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+        assert_eq!(
+            diagnostics,
+            [(3, DiagnosticKind::MalformedJson), (4, DiagnosticKind::InvalidUtf8), (6, DiagnosticKind::LineTooLong)]
+        );
+        assert_eq!(sink.diagnostics[0].message, "JSON ends early at column 5");
+    }
+
+    #[test]
+    fn json_lines_over_many_chunks_keep_their_order() {
+        let input: String = (0..60_000).map(|n| format!("{{\"n\":{n}}}\n")).collect();
+        assert!(input.len() > 2 * CHUNK_BYTES, "{} bytes make too few chunks", input.len());
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let numbers = pool.install(|| {
+            let mut lines = LineReader::new(input.as_bytes());
+            let mut numbers = Vec::new();
+            let mut sink = crate::CollectSink::default();
+            map_json_lines(&mut lines, &mut sink, |line, record: N, _| {
+                assert_eq!(line, record.n + 1);
+                numbers.push(record.n);
+                Ok::<_, ParseError>(())
+            })
+            .unwrap();
+            assert_eq!(sink.diagnostics, []);
+            numbers
+        });
+        assert_eq!(numbers, (0..60_000).collect::<Vec<_>>());
     }
 
     #[test]

@@ -46,10 +46,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::BufRead;
 use std::sync::LazyLock;
 
+use infertrace_adapter::parallel::map_json_lines;
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use regex::bytes::Regex;
@@ -104,18 +104,7 @@ impl Adapter for BailianTrace {
     ) -> Result<ParseReport, ParseError> {
         let mut parser = Parser::new(ctx, MAX_CHATS);
         let mut lines = LineReader::new(input);
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-            if line.trim_ascii().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Record>(line) {
-                Ok(record) => parser.record(line_no, record, sink)?,
-                Err(e) => {
-                    sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e)))
-                }
-            }
-        }
+        map_json_lines(&mut lines, sink, |line_no, record: Record, sink| parser.record(line_no, record, sink))?;
         Ok(ParseReport {
             format_version: None,
             clock_domain: ClockDomain::Relative,

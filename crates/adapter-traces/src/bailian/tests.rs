@@ -14,16 +14,8 @@ fn parse_capped(text: &str, cap: usize, start_ns: i64) -> (CollectSink, ParseRep
     let mut sink = CollectSink::default();
     let mut parser = Parser::new(&ctx, cap);
     let mut lines = LineReader::new(text.as_bytes());
-    while let Some((line_no, bytes)) = lines.next_bytes().unwrap() {
-        let Some(line) = utf8_line(line_no, bytes, &mut sink) else { continue };
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Record>(line) {
-            Ok(record) => parser.record(line_no, record, &mut sink).unwrap(),
-            Err(e) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e))),
-        }
-    }
+    map_json_lines(&mut lines, &mut sink, |line_no, record: Record, sink| parser.record(line_no, record, sink))
+        .unwrap();
     let details = parser.details();
     (sink, ParseReport { format_version: None, clock_domain: ClockDomain::Relative, year: None, lines: 0, details })
 }
