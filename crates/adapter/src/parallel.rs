@@ -56,7 +56,8 @@ where
 /// [`map_lines`] for JSON Lines: every non-blank UTF-8 line is parsed as a `T` on any thread, and `fold` is called in
 /// input order with the line's number and its record. The lines that give no record are handled as every JSON Lines
 /// adapter handles them: a line that is not UTF-8 (or too long) is reported by [`utf8_line`], one that is not a `T`
-/// as `malformed-json` with serde's message, and a blank line is skipped (it carries nothing to lose).
+/// as `malformed-json` with serde's message, and a blank line is skipped (it carries nothing to lose). A byte-order
+/// mark starting a line is dropped, on any line: files joined with `cat` carry one at each join.
 pub fn map_json_lines<R, T, E>(
     lines: &mut LineReader<R>,
     sink: &mut dyn Sink,
@@ -69,6 +70,7 @@ where
 {
     let prepare = |bytes: &[u8]| {
         let line = std::str::from_utf8(bytes).ok()?;
+        let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         (!line.trim_ascii().is_empty()).then(|| serde_json::from_str::<T>(line).map_err(|e| json::error_message(&e)))
     };
     map_lines(lines, prepare, |line_no, bytes, record| {
@@ -267,7 +269,7 @@ mod tests {
     #[test]
     fn json_lines_give_records_in_order_and_report_the_lines_that_are_not() {
         let input =
-            b"{\"n\":1}\n\n{\"n\":\n\xff\xfe\n   \n{\"n\":2,\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n{\"n\":3}";
+            b"{\"n\":1}\n\n{\"n\":\n\xff\xfe\n   \n{\"n\":2,\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n\xef\xbb\xbf{\"n\":3}";
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let (records, sink) = pool.install(|| {
             let mut lines = LineReader::with_limit(&input[..], 40);

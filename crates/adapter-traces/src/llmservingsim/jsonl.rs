@@ -4,10 +4,9 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use infertrace_adapter::hash::chained_block_hashes;
+use infertrace_adapter::parallel::map_json_lines;
 use infertrace_adapter::time::seconds_to_nanos;
-use infertrace_adapter::{
-    Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json, utf8_line,
-};
+use infertrace_adapter::{Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::{ClockDomain, RequestRow, Status};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -30,7 +29,7 @@ struct Record {
     first_token_ts: Option<f64>,
     last_token_ts: Option<f64>,
     arrival_time_ns: Option<i64>,
-    input_tok_ids: Option<Vec<u64>>,
+    input_tok_ids: Option<TokenIds>,
     output_tok_ids: Option<Count>,
     sub_requests: Option<IgnoredAny>,
 }
@@ -41,6 +40,21 @@ impl Record {
         self.request_id.is_some()
             || self.arrival_time.is_some()
             || [self.queued_ts, self.scheduled_ts, self.first_token_ts, self.last_token_ts].iter().any(Option::is_some)
+    }
+}
+
+/// A prompt's token ids as the row needs them: how many, and their chained block hashes. Hashed while the line is
+/// parsed (on any thread), so the ids are never kept.
+#[derive(Debug)]
+struct TokenIds {
+    len: usize,
+    hashes: Vec<u64>,
+}
+
+impl<'de> Deserialize<'de> for TokenIds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let ids = Vec::<u64>::deserialize(deserializer)?;
+        Ok(TokenIds { len: ids.len(), hashes: chained_block_hashes(&ids, BLOCK_SIZE) })
     }
 }
 
@@ -168,19 +182,7 @@ pub(super) fn parse(
     let mut alignment = Alignment::default();
     let mut counts = Counts::default();
     let mut first_kind = None;
-    while let Some((line_no, bytes)) = lines.next_bytes()? {
-        let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-        let line = if line_no == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        let record: Record = match serde_json::from_str(line) {
-            Ok(record) => record,
-            Err(e) => {
-                sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e)));
-                continue;
-            }
-        };
+    map_json_lines(&mut lines, sink, |line_no, record: Record, sink| {
         if record.sub_requests.is_some() {
             counts.sessions_skipped += 1;
             sink.diagnostic(Diagnostic::new(
@@ -188,7 +190,7 @@ pub(super) fn parse(
                 DiagnosticKind::MalformedRecord,
                 "agentic session rows (sub_requests) are not read",
             ));
-            continue;
+            return Ok(());
         }
         let bench = record.is_bench();
         first_kind.get_or_insert(if bench { "bench-requests" } else { "workload" });
@@ -199,10 +201,11 @@ pub(super) fn parse(
             counts.workload += 1;
             workload_row(record, line_no, stem, ctx, &mut counts, sink)
         };
-        if let Some(row) = row {
-            sink.request(row)?;
+        match row {
+            Some(row) => sink.request(row),
+            None => Ok(()),
         }
-    }
+    })?;
     let mut details = BTreeMap::new();
     if let Some(value) = alignment.to_json() {
         details.insert("clock_alignment".to_owned(), value);
@@ -324,8 +327,8 @@ fn workload_row(
     counts: &mut Counts,
     sink: &mut dyn Sink,
 ) -> Option<RequestRow> {
-    let ids = record.input_tok_ids.as_deref();
-    let input = record.input_toks.or_else(|| ids.and_then(|ids| u32::try_from(ids.len()).ok()));
+    let ids = record.input_tok_ids;
+    let input = record.input_toks.or_else(|| ids.as_ref().and_then(|ids| u32::try_from(ids.len).ok()));
     let output = record.output_toks.or_else(|| record.output_tok_ids.as_ref().and_then(|c| u32::try_from(c.0).ok()));
     let arrival = match record.arrival_time_ns {
         Some(ns) if ns >= 0 => ns.checked_add(ctx.options.start_ns),
@@ -346,8 +349,8 @@ fn workload_row(
     if record.arrival_time_ns.is_none() {
         sink.diagnostic(Diagnostic::new(line, DiagnosticKind::MissingField, "missing arrival_time_ns"));
     }
-    if let (Some(ids), Some(n)) = (ids, record.input_toks)
-        && ids.len() as u64 != u64::from(n)
+    if let (Some(ids), Some(n)) = (&ids, record.input_toks)
+        && ids.len as u64 != u64::from(n)
     {
         sink.diagnostic(Diagnostic::new(
             line,
@@ -364,10 +367,10 @@ fn workload_row(
             "output_tok_ids has a different length than output_toks",
         ));
     }
-    let hashes = ids.map(|ids| chained_block_hashes(ids, BLOCK_SIZE)).filter(|h| !h.is_empty());
-    if ids.is_none_or(<[u64]>::is_empty) {
+    if ids.as_ref().is_none_or(|ids| ids.len == 0) {
         counts.without_token_ids += 1;
     }
+    let hashes = ids.map(|ids| ids.hashes).filter(|h| !h.is_empty());
     Some(RequestRow {
         request_id: format!("{stem}:{line}"),
         source: LlmServingSim::ID.to_owned(),
