@@ -38,6 +38,7 @@
 //! `total blocks` / `total_kv_blocks` is the chosen worker's KV capacity, not the request's prompt blocks.
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
@@ -234,9 +235,81 @@ pub(crate) fn parse_text(clean: &str) -> Option<TextRecord<'_>> {
     Some(TextRecord { time, level, span, spans, target: &rest[start..end], body: rest[end + 2..].trim_end() })
 }
 
-/// The `key=value` and `key="value"` pairs of a readable record's body, in order, values unquoted: read once per
-/// record, since a record is asked for a dozen keys.
+/// The `key=value` and `key="value"` pairs of a readable record's body, in order, values unquoted, as [`FIELD`]
+/// finds them: read once per record, since a record is asked for a dozen keys.
+///
+/// An ASCII body (nearly every one) is scanned by hand, which matches exactly what the regex matches (a property
+/// test compares the two) at a fraction of its cost: the regex's captures were 40% of reading a Dynamo text log.
+/// Any other body goes through the regex, whose `\s` and `\w` are Unicode classes.
 pub(crate) fn text_fields(body: &str) -> Vec<(&str, &str)> {
+    if !body.is_ascii() {
+        return fields_by_regex(body);
+    }
+    let bytes = body.as_bytes();
+    let mut fields = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        // A field starts at the start of the body (`^`) or after a white-space character (`\s`, consumed).
+        let key = if is_space(bytes[at]) {
+            at + 1
+        } else if at == 0 {
+            0
+        } else {
+            at += 1;
+            continue;
+        };
+        match field_at(bytes, key) {
+            Some((k, v, end)) => {
+                fields.push((&body[k], &body[v]));
+                at = end;
+            }
+            None => at += 1,
+        }
+    }
+    fields
+}
+
+/// `\s` on ASCII: space, and tab to carriage return (vertical tab and form feed included).
+fn is_space(b: u8) -> bool {
+    b == b' ' || (0x09..=0x0d).contains(&b)
+}
+
+/// The field whose key starts at `start`, if one does: the key's and the value's ranges and where the match ends.
+/// `[A-Za-z_][\w.]*=`, then a quoted value (`"…"`, `\` escaping any character but a line feed) if one closes, else
+/// `\S*`.
+fn field_at(bytes: &[u8], start: usize) -> Option<(Range<usize>, Range<usize>, usize)> {
+    let first = *bytes.get(start)?;
+    if !(first.is_ascii_alphabetic() || first == b'_') {
+        return None;
+    }
+    let mut end = start + 1;
+    while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_' || bytes[end] == b'.') {
+        end += 1;
+    }
+    if bytes.get(end) != Some(&b'=') {
+        return None;
+    }
+    let value = end + 1;
+    if bytes.get(value) == Some(&b'"') {
+        let mut at = value + 1;
+        while at < bytes.len() {
+            match bytes[at] {
+                b'"' => return Some((start..end, value + 1..at, at + 1)),
+                b'\\' if bytes.get(at + 1).is_some_and(|&b| b != b'\n') => at += 2,
+                b'\\' => break,
+                _ => at += 1,
+            }
+        }
+    }
+    let mut at = value;
+    while at < bytes.len() && !is_space(bytes[at]) {
+        at += 1;
+    }
+    Some((start..end, value..at, at))
+}
+
+/// [`text_fields`] by [`FIELD`] itself.
+fn fields_by_regex(body: &str) -> Vec<(&str, &str)> {
     FIELD
         .captures_iter(body)
         .filter_map(|c| Some((c.name("k")?.as_str(), c.name("q").or_else(|| c.name("v"))?.as_str())))
@@ -758,6 +831,44 @@ mod tests {
         let r = text("2026-01-01T00:00:00.000000Z  WARN a::b: Error: cannot x");
         assert_eq!((r.target, r.body), ("a::b", "Error: cannot x"));
         assert_eq!(parse_text("2026-01-01T00:00:00.000000Z  INFO no target here"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_field_scanner_agrees_with_the_regex(body in "[a-c_.=\"\\\\ \t\n\x0b\x0c\r1é]{0,40}") {
+            proptest::prop_assert_eq!(text_fields(&body), fields_by_regex(&body));
+        }
+
+        #[test]
+        fn the_field_scanner_agrees_on_record_shaped_bodies(
+            body in "([a-z]{1,6}( [a-z]{1,6}){0,2} )?([a-z_][a-z0-9_.]{0,8}=(\"([^\"\\\\]|\\\\.){0,8}\"|[^ ]{0,8}|\"[a-z]{0,4}) ?){0,6}"
+        ) {
+            proptest::prop_assert_eq!(text_fields(&body), fields_by_regex(&body));
+        }
+    }
+
+    #[test]
+    fn the_field_scanner_reads_the_edge_cases_the_regex_reads() {
+        for body in [
+            "",
+            "k=v",
+            " k=v",
+            "xk=v",
+            "a=1 b=2",
+            "a=\"x\"b=2",
+            "a=\"unclosed b=2",
+            "a=\"esc \\\" q\" b=3",
+            "a=\"back\\",
+            "a=\"nl \\\n\" b=1",
+            "k= v=",
+            "_k.x=1\tz=2",
+            "1k=2 k1=3",
+            "é k=v",
+        ] {
+            assert_eq!(text_fields(body), fields_by_regex(body), "{body:?}");
+        }
+        assert_eq!(text_fields("a=\"x y\" b=z"), [("a", "x y"), ("b", "z")]);
+        assert_eq!(text_fields("a=\"unclosed b=2"), [("a", "\"unclosed"), ("b", "2")]);
     }
 
     #[test]
