@@ -7,11 +7,12 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayBuilder, ArrayRef, AsArray as _, Float64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder,
-    TimestampNanosecondBuilder, UInt16Builder, UInt32Builder, UInt64Builder,
+    Array, ArrayBuilder, ArrayRef, AsArray as _, Float64Builder, ListBuilder, PrimitiveBuilder, StringBuilder,
+    StringDictionaryBuilder, TimestampNanosecondBuilder, UInt16Builder, UInt32Builder, UInt64Builder,
 };
 use arrow::datatypes::{
-    DataType, Field, Float64Type, Int32Type, TimeUnit, TimestampNanosecondType, UInt16Type, UInt32Type, UInt64Type,
+    ArrowPrimitiveType, DataType, Field, Float64Type, Int32Type, TimeUnit, TimestampNanosecondType, UInt16Type,
+    UInt32Type, UInt64Type,
 };
 
 /// How values of one column are typed, built and documented.
@@ -204,6 +205,72 @@ impl DictBuilder {
     }
 }
 
+/// A primitive column's builder that keeps a run of nulls as a count until a value or the end of the batch.
+///
+/// A request row has 45 columns and most inputs fill a few: appending each null on its own (a validity bit and a
+/// zeroed value, with their capacity checks) was the largest cost of folding the rows of a narrow trace such as
+/// Azure's. A run is appended at once (`append_nulls`), which gives the same array.
+#[derive(Debug)]
+pub struct NullRun<T: ArrowPrimitiveType> {
+    inner: PrimitiveBuilder<T>,
+    /// Nulls after the last value, not yet in `inner`.
+    nulls: usize,
+}
+
+impl<T: ArrowPrimitiveType> NullRun<T> {
+    fn new(inner: PrimitiveBuilder<T>) -> Self {
+        Self { inner, nulls: 0 }
+    }
+
+    fn push(&mut self, value: Option<T::Native>) {
+        match value {
+            None => self.nulls += 1,
+            Some(value) => {
+                self.flush();
+                self.inner.append_value(value);
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.nulls > 0 {
+            self.inner.append_nulls(self.nulls);
+            self.nulls = 0;
+        }
+    }
+
+    /// Room for this many more cells.
+    pub fn capacity(&self) -> usize {
+        self.inner.capacity()
+    }
+}
+
+impl<T: ArrowPrimitiveType> ArrayBuilder for NullRun<T> {
+    fn len(&self) -> usize {
+        self.inner.len() + self.nulls
+    }
+    fn finish(&mut self) -> ArrayRef {
+        self.flush();
+        Arc::new(self.inner.finish())
+    }
+    fn finish_cloned(&self) -> ArrayRef {
+        let done = self.inner.finish_cloned();
+        let mut copy = PrimitiveBuilder::<T>::with_capacity(self.len()).with_data_type(done.data_type().clone());
+        copy.extend(done.iter());
+        copy.append_nulls(self.nulls);
+        Arc::new(copy.finish())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+    fn into_box_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
 /// Instants as nanoseconds since the Unix epoch, UTC.
 #[derive(Debug)]
 pub enum Time {}
@@ -213,7 +280,7 @@ pub const TIME_ZONE: &str = "UTC";
 
 impl ColumnKind for Time {
     type Value = i64;
-    type Builder = TimestampNanosecondBuilder;
+    type Builder = NullRun<TimestampNanosecondType>;
     fn data_type() -> DataType {
         DataType::Timestamp(TimeUnit::Nanosecond, Some(TIME_ZONE.into()))
     }
@@ -221,10 +288,10 @@ impl ColumnKind for Time {
         "timestamp[ns, tz=UTC]"
     }
     fn builder(capacity: usize) -> Self::Builder {
-        TimestampNanosecondBuilder::with_capacity(capacity).with_timezone(TIME_ZONE)
+        NullRun::new(TimestampNanosecondBuilder::with_capacity(capacity).with_timezone(TIME_ZONE))
     }
     fn append(builder: &mut Self::Builder, value: Option<&i64>) {
-        builder.append_option(value.copied());
+        builder.push(value.copied());
     }
     fn read(array: &ArrayRef) -> Vec<Option<i64>> {
         array.as_primitive::<TimestampNanosecondType>().iter().collect()
@@ -239,7 +306,7 @@ macro_rules! primitive_kind {
 
         impl ColumnKind for $kind {
             type Value = $value;
-            type Builder = $builder;
+            type Builder = NullRun<$arrow>;
             fn data_type() -> DataType {
                 $data_type
             }
@@ -247,10 +314,10 @@ macro_rules! primitive_kind {
                 $name
             }
             fn builder(capacity: usize) -> Self::Builder {
-                <$builder>::with_capacity(capacity)
+                NullRun::new(<$builder>::with_capacity(capacity))
             }
             fn append(builder: &mut Self::Builder, value: Option<&$value>) {
-                builder.append_option(value.copied());
+                builder.push(value.copied());
             }
             fn read(array: &ArrayRef) -> Vec<Option<$value>> {
                 array.as_primitive::<$arrow>().iter().collect()
@@ -339,6 +406,36 @@ mod tests {
     }
 
     #[test]
+    fn null_runs_give_the_array_of_one_cell_at_a_time() {
+        let cells = [None, None, Some(3_u32), None, Some(0), Some(7), None, None, None];
+        let mut plain = UInt32Builder::new();
+        cells.iter().for_each(|v| plain.append_option(*v));
+        let expected: ArrayRef = Arc::new(plain.finish());
+        let mut runs = U32::builder(2);
+        cells.iter().for_each(|v| U32::append(&mut runs, v.as_ref()));
+        assert_eq!(runs.len(), 9);
+        assert_eq!(&runs.finish_cloned(), &expected);
+        assert_eq!(runs.len(), 9, "finish_cloned leaves the pending run");
+        assert_eq!(&runs.finish(), &expected);
+        assert_eq!(expected.null_count(), 6);
+        // All null, and never null: the validity of each is what single appends give (none for the latter).
+        for cells in [vec![None; 5], vec![Some(1_u32); 5]] {
+            let mut plain = UInt32Builder::new();
+            cells.iter().for_each(|v| plain.append_option(*v));
+            let mut runs = U32::builder(0);
+            cells.iter().for_each(|v| U32::append(&mut runs, v.as_ref()));
+            let (got, want) = (runs.finish(), plain.finish());
+            assert_eq!(got.to_data(), want.to_data());
+            assert_eq!(got.nulls().is_some(), want.nulls().is_some());
+        }
+        // Timestamps keep their zone.
+        let mut times = Time::builder(1);
+        Time::append(&mut times, None);
+        Time::append(&mut times, Some(&5));
+        assert_eq!(times.finish().data_type(), &Time::data_type());
+    }
+
+    #[test]
     fn a_renewed_builder_has_room_for_the_last_batch() {
         let mut lists = U64List::builder(4);
         for n in 0..300_u64 {
@@ -349,6 +446,6 @@ mod tests {
         let next = U64List::renew(&lists, 300);
         assert!(next.values_ref().capacity() >= items, "{}", next.values_ref().capacity());
         assert!(next.offsets_slice().len() == 1 && next.values_ref().is_empty());
-        assert!(<U64 as ColumnKind>::renew(&UInt64Builder::new(), 300).capacity() >= 300);
+        assert!(<U64 as ColumnKind>::renew(&U64::builder(0), 300).capacity() >= 300);
     }
 }
