@@ -5,6 +5,7 @@
 //! (`usage.prompt_tokens`, `choices.0.finish_reason`). At each level a key equal to the whole remaining path wins,
 //! so a flat key that contains dots (`"timing.ttft"`) is found too.
 
+use std::borrow::Cow;
 use std::io::BufRead;
 
 use infertrace_adapter::json::{error_message, quote_python_floats};
@@ -31,14 +32,15 @@ pub(crate) fn parse(
             return None;
         }
         Some(match serde_json::from_str::<Value>(&quote_python_floats(line)) {
-            Ok(Value::Object(object)) => Ok(Value::Object(object)),
+            // The mapped columns' cells are taken here, so the parsed object is dropped on this thread too.
+            Ok(object @ Value::Object(_)) => Ok(cells(&object, mapping)),
             Ok(_) => Err((DiagnosticKind::NotARecord, "JSON but not an object".to_owned())),
             Err(error) => Err((DiagnosticKind::MalformedJson, error_message(&error))),
         })
     };
     map_lines(&mut lines, prepare, |line_no, bytes, object| {
-        let object = match object {
-            Some(Ok(object)) => object,
+        let cells = match object {
+            Some(Ok(cells)) => cells,
             Some(Err((kind, message))) => {
                 sink.diagnostic(Diagnostic::new(line_no, kind, message));
                 return Ok(());
@@ -49,22 +51,33 @@ pub(crate) fn parse(
                 return Ok(());
             }
         };
-        let columns = mapping.columns();
-        let cell = |i: usize| {
-            let Source::From(path) = &columns[i].source else { return Cell::Null };
-            match lookup(&object, path) {
-                None => Cell::Absent,
-                Some(Value::Null) => Cell::Null,
-                Some(Value::String(text)) => Cell::Text(text.as_str().into()),
-                Some(Value::Number(n)) => Cell::Text(n.to_string().into()),
-                Some(Value::Bool(b)) => Cell::Text(if *b { "true" } else { "false" }.into()),
-                Some(Value::Array(_) | Value::Object(_)) => Cell::NotScalar,
-            }
+        let cell = |i: usize| match &cells[i] {
+            Cell::Text(text) => Cell::Text(Cow::Borrowed(text.as_ref())),
+            Cell::Absent => Cell::Absent,
+            Cell::Null => Cell::Null,
+            Cell::NotScalar => Cell::NotScalar,
+            Cell::NotUtf8 => Cell::NotUtf8,
         };
         rows.record(line_no, cell, sink)?;
         Ok::<_, ParseError>(())
     })?;
     Ok(lines.lines_read())
+}
+
+/// The cell of every mapped column in `object`, owned.
+fn cells(object: &Value, mapping: &Mapping) -> Vec<Cell<'static>> {
+    let cell = |source: &Source| {
+        let Source::From(path) = source else { return Cell::Null };
+        match lookup(object, path) {
+            None => Cell::Absent,
+            Some(Value::Null) => Cell::Null,
+            Some(Value::String(text)) => Cell::Text(text.clone().into()),
+            Some(Value::Number(n)) => Cell::Text(n.to_string().into()),
+            Some(Value::Bool(b)) => Cell::Text(if *b { "true" } else { "false" }.into()),
+            Some(Value::Array(_) | Value::Object(_)) => Cell::NotScalar,
+        }
+    };
+    mapping.columns().iter().map(|column| cell(&column.source)).collect()
 }
 
 /// The value at `path` in `value`: a key equal to the whole path first, else the first dotted segment as a key
