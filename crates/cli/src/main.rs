@@ -3,7 +3,8 @@
 
 /// mimalloc rather than the system allocator: `normalize` allocates rows on the threads that prepare lines and frees
 /// them on the thread that writes them, and glibc's per-thread arenas turn that into lock contention (a Mooncake
-/// trace on two threads spent 12% of its time in futex calls and ran slower than on one).
+/// trace on two threads spent 12% of its time in futex calls and ran slower than on one). Built with `no_thp`: no
+/// huge pages asked for, so fresh memory is not zeroed 2 MiB at a time (`docs/performance.md`).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
