@@ -268,7 +268,7 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         "median s",
         "MB/s",
         "rows/s",
-        "peak RSS MB",
+        "peak RSS MiB",
         "output/input",
         "× wc -l",
         "wc -l s",

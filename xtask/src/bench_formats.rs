@@ -148,7 +148,7 @@ pub(crate) fn bench_formats(binary: &Path, dir: &Path, bytes: u64, runs: usize) 
         ]);
     }
     let headers =
-        ["format", "MB", "rows", "1 thread s", "all s", "speed-up", "MB/s", "rows/s", "peak RSS MB", "output/input"];
+        ["format", "MB", "rows", "1 thread s", "all s", "speed-up", "MB/s", "rows/s", "peak RSS MiB", "output/input"];
     print_table(&headers, table);
     println!("medians of {runs} runs; MB = 10^6 bytes; all = every core; inputs in {}", dir.display());
     Ok(())
