@@ -130,11 +130,12 @@ impl Adapter for AzureLlm {
                 Some(Record::read(&buf[..count], cols, offset))
             };
             map_lines(&mut lines, prepare, |line_no, bytes, record| {
-                if record.is_none() && utf8_line(line_no, bytes, sink).is_none() {
+                let Some(record) = record else {
+                    // Blank (nothing to lose), or not UTF-8 (which `utf8_line` reports).
+                    let _ = utf8_line(line_no, bytes, sink);
                     return Ok(());
-                }
-                // A blank line carries nothing to lose.
-                if let Some(row) = record.and_then(|r| self.row(r, line_no, stem, ctx, &mut zones, sink)) {
+                };
+                if let Some(row) = self.row(record, line_no, stem, ctx, &mut zones, sink) {
                     sink.request(row)?;
                 }
                 Ok::<_, ParseError>(())
