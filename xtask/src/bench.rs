@@ -190,6 +190,11 @@ pub(crate) fn measure(command: &mut Command) -> Result<(Duration, Option<u64>)> 
     }
 }
 
+/// A peak resident set in KiB as whole MiB, `-` when unknown.
+pub(crate) fn mib(kib: Option<u64>) -> String {
+    kib.map_or("-".to_owned(), |kib| format!("{:.0}", kib as f64 / 1024.0))
+}
+
 pub(crate) fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -224,7 +229,7 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         let bytes = fs::metadata(&input.path)?.len();
         let out = dir.join(format!("{}-out", input.format));
         let (mut ours, mut wc, mut python) = (Vec::new(), Vec::new(), Vec::new());
-        let mut peak = None;
+        let (mut peak, mut python_peak) = (None, None);
         for run in 0..options.runs {
             eprintln!("{} run {}/{} …", input.name, run + 1, options.runs);
             let (time, rss) =
@@ -234,9 +239,10 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
             wc.push(measure(Command::new("wc").arg("-l").arg(&input.path))?.0);
             if !options.no_python {
                 let target = dir.join(format!("{}-python.parquet", input.format));
-                python.push(
-                    measure(Command::new("python3").arg(&baseline).arg(input.format).arg(&input.path).arg(&target))?.0,
-                );
+                let (time, rss) =
+                    measure(Command::new("python3").arg(&baseline).arg(input.format).arg(&input.path).arg(&target))?;
+                python.push(time);
+                python_peak = rss.max(python_peak);
             }
         }
         let manifest: serde_json::Value = serde_json::from_str(&fs::read_to_string(out.join("manifest.json"))?)?;
@@ -253,12 +259,13 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
             format!("{t:.2}"),
             format!("{:.0}", bytes as f64 / 1e6 / t),
             format!("{:.0}", rows as f64 / t),
-            peak.map_or("-".to_owned(), |kib| format!("{:.0}", kib as f64 / 1024.0)),
+            mib(peak),
             format!("{:.2}%", output as f64 * 100.0 / bytes as f64),
             format!("{:.2}", t / w),
             format!("{w:.2}"),
             p.map_or("-".to_owned(), |p| format!("{p:.1}")),
             p.map_or("-".to_owned(), |p| format!("{:.1}", p / t)),
+            mib(python_peak),
         ]);
     }
     let headers = [
@@ -274,6 +281,7 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         "wc -l s",
         "python s",
         "python ÷ ours",
+        "python RSS MiB",
     ];
     print_table(&headers, table);
     println!("medians of {} runs; MB = 10^6 bytes; inputs in {}", options.runs, dir.display());

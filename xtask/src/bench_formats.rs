@@ -13,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{Context as _, Result};
 
-use crate::bench::{IoAdapter, dir_bytes, generate, measure, median, print_table};
+use crate::bench::{IoAdapter, dir_bytes, generate, measure, median, mib, print_table};
 
 use infertrace_adapter_dynamo::generate as dynamo;
 use infertrace_adapter_mapped::generate as mapped;
@@ -143,7 +143,7 @@ pub(crate) fn bench_formats(binary: &Path, dir: &Path, bytes: u64, runs: usize) 
             format!("{:.2}", one / all),
             format!("{:.0}", input as f64 / 1e6 / all),
             format!("{:.0}", rows as f64 / all),
-            peak.map_or("-".to_owned(), |kib| format!("{:.0}", kib as f64 / 1024.0)),
+            mib(peak),
             format!("{:.2}%", dir_bytes(&out) as f64 * 100.0 / input as f64),
         ]);
     }
