@@ -134,13 +134,15 @@ fn inputs(dir: &Path, options: &BenchOptions) -> Result<Vec<Input>> {
     eprintln!("generating {} …", mooncake.display());
     let rows = options.trace_rows;
     let marker = mooncake.with_extension("target");
-    if !(mooncake.exists() && fs::read_to_string(&marker).ok().as_deref() == Some(&format!("rows {rows}"))) {
+    // Names the generator's session layout too, so that a file written by an older layout is written again.
+    let marker_text = format!("rows {rows}, {} sessions open", infertrace_adapter_traces::generate::OPEN_SESSIONS);
+    if !(mooncake.exists() && fs::read_to_string(&marker).ok().as_deref() == Some(marker_text.as_str())) {
         let mut out = BufWriter::with_capacity(1 << 20, File::create(&mooncake)?);
-        // Sessions of 10 turns.
+        // Sessions of 10 turns, at most `OPEN_SESSIONS` open at once.
         infertrace_adapter_traces::generate::write_mooncake(&mut out, rows.div_ceil(10), 10, false, 7)
             .with_context(|| format!("cannot write {}", mooncake.display()))?;
         out.flush()?;
-        fs::write(&marker, format!("rows {rows}"))?;
+        fs::write(&marker, &marker_text)?;
     }
     Ok(vec![
         Input { name: "vLLM 0.14 log", path: vllm, format: "vllm" },

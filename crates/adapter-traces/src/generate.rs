@@ -54,6 +54,11 @@ fn hash_ids(input: u64, next: &mut u64, block: u64) -> String {
 /// Mooncake rows in sessions of `turns` turns (Dynamo/AIPerf form: `session_id`, `request_id`, the first turn with a
 /// `timestamp`, later ones with a `delay` only), turns of different sessions interleaved. Read with `delta`, the
 /// same file is a mooncake-delta trace, and [`Generated::input_tokens`] counts accumulated prompts.
+///
+/// Sessions are written [`OPEN_SESSIONS`] at a time, all the turns of one group before the next group starts a
+/// minute later, as sessions come and go in a real trace: however many sessions the file holds, at most that many
+/// are open at once, well within what the adapter remembers. (Writing every session's first turn before any second
+/// turn would keep them all open, and past the adapter's bound of open sessions every later turn would restart.)
 pub fn write_mooncake(
     out: &mut impl Write,
     sessions: u64,
@@ -64,31 +69,40 @@ pub fn write_mooncake(
     let mut rng = Rng::new(seed);
     let mut generated = Generated { sessions, ..Generated::default() };
     let mut next_id = 0;
-    let mut context = vec![0u64; usize::try_from(sessions).unwrap_or(0)];
-    for turn in 0..turns {
-        for (session, context) in context.iter_mut().enumerate() {
-            let input = 1 + rng.below(3000);
-            let output = 1 + rng.below(400);
-            let ids = hash_ids(input, &mut next_id, 512);
-            let timing = if turn == 0 {
-                format!(r#""timestamp":{}"#, rng.below(60_000))
-            } else {
-                generated.derived_arrivals += 1;
-                format!(r#""delay":{}.5"#, rng.below(5_000))
-            };
-            writeln!(
-                out,
-                r#"{{"request_id":"r{session}-{turn}","session_id":"s{session}",{timing},"input_length":{input},"output_length":{output},"hash_ids":[{ids}]}}"#
-            )?;
-            let prompt = if delta && turn > 0 { *context + input } else { input };
-            *context = prompt + output;
-            generated.input_tokens += prompt;
-            generated.lines += 1;
-            generated.requests += 1;
+    let mut contexts = vec![0u64; usize::try_from(OPEN_SESSIONS.min(sessions)).unwrap_or(0)];
+    for first in (0..sessions).step_by(OPEN_SESSIONS as usize) {
+        let open = &mut contexts[..usize::try_from((sessions - first).min(OPEN_SESSIONS)).unwrap_or(0)];
+        open.fill(0);
+        let minute = first / OPEN_SESSIONS * 60_000;
+        for turn in 0..turns {
+            for (offset, context) in open.iter_mut().enumerate() {
+                let session = first + offset as u64;
+                let input = 1 + rng.below(3000);
+                let output = 1 + rng.below(400);
+                let ids = hash_ids(input, &mut next_id, 512);
+                let timing = if turn == 0 {
+                    format!(r#""timestamp":{}"#, minute + rng.below(60_000))
+                } else {
+                    generated.derived_arrivals += 1;
+                    format!(r#""delay":{}.5"#, rng.below(5_000))
+                };
+                writeln!(
+                    out,
+                    r#"{{"request_id":"r{session}-{turn}","session_id":"s{session}",{timing},"input_length":{input},"output_length":{output},"hash_ids":[{ids}]}}"#
+                )?;
+                let prompt = if delta && turn > 0 { *context + input } else { input };
+                *context = prompt + output;
+                generated.input_tokens += prompt;
+                generated.lines += 1;
+                generated.requests += 1;
+            }
         }
     }
     Ok(generated)
 }
+
+/// Sessions open at once in [`write_mooncake`]'s output.
+pub const OPEN_SESSIONS: u64 = 10_000;
 
 /// An agentic Mooncake v2 trace: the header (block size 64, local hash ids), then `plays` plays of `requests` rows.
 /// Each row depends on the previous row of its play (`completion`, `sequence`); every third row is a spawned child

@@ -42,6 +42,38 @@ fn generated_mooncake_sessions() {
     assert_eq!(sink.requests.iter().filter_map(|r| r.turn).max(), Some(4));
 }
 
+/// A trace of more sessions than the adapter remembers (100,000): the generator keeps at most `OPEN_SESSIONS` open at
+/// once, so the sessions the adapter forgets are finished ones, and every turn is numbered and timed from its own
+/// session. Forgetting is still reported, once.
+#[test]
+fn generated_sessions_beyond_the_bound_keep_their_turns() {
+    let mut bytes = Vec::new();
+    let generated = write_mooncake(&mut bytes, 120_000, 2, false, 7).unwrap();
+    let (sink, report) = parse(&Mooncake, &bytes, "generated.jsonl");
+    let kinds: Vec<_> =
+        sink.diagnostics.iter().map(|d| (d.line, d.message.starts_with("more than 100000 sessions"))).collect();
+    // The 100,001st session's first turn, in the 11th group: line 10 groups × 20,000 + 1.
+    assert_eq!(kinds, [(200_001, true)]);
+    assert_eq!(report.details.get("sessions_evicted").and_then(|v| v.as_u64()), Some(20_000));
+    assert_eq!(
+        (sink.requests.len() as u64, generated.requests, generated.derived_arrivals),
+        (240_000, 240_000, 120_000)
+    );
+    for row in &sink.requests {
+        // `r<session>-<turn>` in `s<session>`, with an arrival.
+        let (session, turn) = row.request_id[1..].split_once('-').unwrap();
+        assert_eq!(row.session_id.as_deref().and_then(|s| s.strip_prefix('s')), Some(session), "{}", row.request_id);
+        assert_eq!(row.turn, turn.parse().ok(), "{}", row.request_id);
+        assert!(row.arrival_time.is_some(), "{}", row.request_id);
+    }
+    // The first group's sessions are all written before the second group starts, a minute later.
+    let at = |id: &str| sink.requests.iter().position(|r| r.request_id == id).unwrap();
+    assert!(at("r9999-1") < at("r10000-0"));
+    let minute = 60_000_000_000;
+    let arrival = |id: &str| sink.requests[at(id)].arrival_time.unwrap();
+    assert!(arrival("r0-0") < minute && (minute..2 * minute).contains(&arrival("r10000-0")));
+}
+
 #[test]
 fn generated_mooncake_delta_sessions() {
     let mut bytes = Vec::new();
