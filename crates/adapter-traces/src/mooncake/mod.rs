@@ -102,6 +102,7 @@ mod applied;
 mod record;
 mod state;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::sync::LazyLock;
@@ -256,11 +257,12 @@ fn parse(
     let mut parser = Parser::new(source, delta, ctx);
     let mut lines = LineReader::new(input);
     map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
-        let Some(line) = utf8_line(line_no, bytes, sink) else { return Ok(()) };
-        if line.trim_ascii().is_empty() {
+        // `prepare` read every line that is UTF-8 and not blank; the rest are reported (not UTF-8) or skipped.
+        let Some(prepared) = prepared else {
+            let _ = utf8_line(line_no, bytes, sink);
             return Ok(());
-        }
-        match prepared.unwrap_or_else(|| read_record(line)) {
+        };
+        match prepared {
             Ok(record) => parser.record(line_no, record, sink)?,
             Err(message) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message)),
         }
@@ -279,7 +281,7 @@ fn parse(
 }
 
 /// The pure part of reading a line, done by [`map_lines`] on any thread: the JSON record, or the message of why it
-/// is not one. `None` for lines that are not UTF-8 or blank, which the fold handles. Boxed: a record is several
+/// is not one. `None` for lines that are not UTF-8 or blank, which the fold reports or skips. Boxed: a record is several
 /// hundred bytes, mostly absent fields, and is moved from worker to fold.
 fn prepare(bytes: &[u8]) -> Option<Result<Box<Record<'static>>, String>> {
     let line = std::str::from_utf8(bytes).ok()?;
@@ -430,7 +432,7 @@ impl<'c> Parser<'c> {
         &mut self,
         line: u64,
         variant: Variant,
-        record: Box<Record<'_>>,
+        mut record: Box<Record<'_>>,
         sink: &mut dyn Sink,
     ) -> Result<(), DatasetError> {
         let Some(input_length) = record.input_length else {
@@ -452,7 +454,9 @@ impl<'c> Parser<'c> {
         };
 
         // The session: turn index, previous arrival and (delta) context.
-        let session_id = record.session_id.as_ref().map(|id| id.to_key().into_owned());
+        // The ids are moved out of the record, which owns them, rather than copied.
+        let has_id = record.request_id.is_some();
+        let session_id = record.session_id.take().map(Id::into_key);
         let session_key = session_id.as_deref().map(|id| self.sessions.key(id));
         let previous = match session_key {
             Some(key) => {
@@ -474,8 +478,8 @@ impl<'c> Parser<'c> {
         };
 
         let mut row = RequestRow {
-            request_id: match &record.request_id {
-                Some(id) => id.to_key().into_owned(),
+            request_id: match record.request_id.take() {
+                Some(id) => id.into_key(),
                 None => format!("{}:{line}", self.stem),
             },
             source: self.source.to_owned(),
@@ -532,7 +536,7 @@ impl<'c> Parser<'c> {
                 self.counts.add("delta_hash_ids_dropped", 1);
             } else {
                 row.prefix_hashes = Some(if self.local_scope {
-                    let scope = record.play_id.as_ref().or(record.session_id.as_ref()).map(Id::to_key);
+                    let scope = record.play_id.as_ref().map(Id::to_key).or(row.session_id.as_deref().map(Cow::from));
                     let seed = xxh3_64(scope.as_deref().unwrap_or_default().as_bytes());
                     hash_ids.iter().map(|id| xxh3_64_with_seed(&id.to_le_bytes(), seed)).collect()
                 } else {
@@ -554,8 +558,8 @@ impl<'c> Parser<'c> {
             let next = Session { turns: session.turns.saturating_add(1), arrival: row.arrival_time, context };
             self.sessions.set(key, next);
         }
-        if record.request_id.is_some() {
-            // The row's id is the record's (`to_key`).
+        if has_id {
+            // The row's id is the record's.
             let service = row.e2e_s.and_then(|s| millis_to_nanos(s * 1000.0));
             self.requests.insert(&row.request_id, Timing { arrival: row.arrival_time, service });
         }

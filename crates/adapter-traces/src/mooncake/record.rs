@@ -157,6 +157,14 @@ impl Id<'_> {
         }
     }
 
+    /// The id as text, without a copy when it is text already.
+    pub(super) fn into_key(self) -> String {
+        match self {
+            Id::Text(text) => text.into_owned(),
+            Id::Number(n) => n.to_string(),
+        }
+    }
+
     pub(super) fn to_key(&self) -> Cow<'_, str> {
         match self {
             Id::Text(text) => Cow::Borrowed(text),
