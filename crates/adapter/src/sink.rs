@@ -12,6 +12,17 @@ pub trait Sink {
     fn request(&mut self, row: RequestRow) -> Result<(), DatasetError>;
     /// One engine sample.
     fn sample(&mut self, row: EngineSample) -> Result<(), DatasetError>;
+    /// Samples of one instant and place, in order: `row` once per `(metric, value)` of `values`, with those two
+    /// columns replaced (so `row`'s own metric and value are the first pair's, or anything).
+    ///
+    /// A log line holds several. A sink that writes rows as they come reads `row` in place instead of receiving a
+    /// row, with its four shared strings, per sample; the default passes each on to [`sample`](Self::sample).
+    fn samples(&mut self, row: &EngineSample, values: &[(&str, f64)]) -> Result<(), DatasetError> {
+        for &(metric, value) in values {
+            self.sample(EngineSample { metric: metric.into(), value, ..row.clone() })?;
+        }
+        Ok(())
+    }
     /// One cache event.
     fn cache_event(&mut self, row: CacheEvent) -> Result<(), DatasetError>;
     /// One diagnostic.

@@ -8,7 +8,7 @@ use indicatif::ProgressBar;
 use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{
     Adapter, Compression, DecompressionLimits, Diagnostic, DiagnosticKind, Input, InputDigest, LineReader,
-    ParseContext, ParseOptions, ParseReport, Sink, hash,
+    ParseContext, ParseOptions, ParseReport, SharedText, Sink, hash,
 };
 use infertrace_schema::{
     Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, HashSalt, InputEntry,
@@ -416,6 +416,8 @@ struct DatasetSink<'w> {
     show: usize,
     /// Line and kind of the first diagnostics, for `--show-lines`.
     offending: Vec<(u64, &'static str)>,
+    /// Metric names of the samples written through [`Sink::samples`].
+    metrics: SharedText,
 }
 
 impl<'w> DatasetSink<'w> {
@@ -428,6 +430,7 @@ impl<'w> DatasetSink<'w> {
             salt_key: options.hash_salt.as_ref().map(|salt| hash::salt_key(salt.as_bytes())),
             show: if options.show_lines { SHOWN_LINES.saturating_sub(shown) } else { 0 },
             offending: Vec::new(),
+            metrics: SharedText::default(),
         }
     }
 }
@@ -452,6 +455,18 @@ impl Sink for DatasetSink<'_> {
     fn sample(&mut self, row: EngineSample) -> Result<(), DatasetError> {
         self.writer.push_sample(&row)?;
         self.records.samples += 1;
+        Ok(())
+    }
+
+    fn samples(&mut self, row: &EngineSample, values: &[(&str, f64)]) -> Result<(), DatasetError> {
+        // One copy of the row for the line, not one per sample: two reference counts a sample instead of eight.
+        let mut row = row.clone();
+        for &(metric, value) in values {
+            row.metric = self.metrics.get(metric);
+            row.value = value;
+            self.writer.push_sample(&row)?;
+        }
+        self.records.samples += values.len() as u64;
         Ok(())
     }
 

@@ -174,17 +174,17 @@ impl Adapter for SglangLog {
                         }
                         return Ok(());
                     };
-                    let instance = instance.filter(|r| !r.is_empty()).map(|r| shared.get(r));
-                    for (metric, value) in batch.values {
-                        sink.sample(EngineSample {
+                    if let Some(&(metric, value)) = batch.values.first() {
+                        let row = EngineSample {
                             time,
                             source: Arc::clone(&source),
-                            instance: instance.clone(),
+                            instance: instance.filter(|r| !r.is_empty()).map(|r| shared.get(r)),
                             metric: shared.get(metric),
                             value,
                             source_file: Some(Arc::clone(&source_file)),
                             source_line: Some(line_no),
-                        })?;
+                        };
+                        sink.samples(&row, &batch.values)?;
                     }
                 }
                 Message::Other => {}
