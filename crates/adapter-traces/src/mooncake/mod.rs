@@ -281,8 +281,8 @@ fn parse(
 }
 
 /// The pure part of reading a line, done by [`map_lines`] on any thread: the JSON record, or the message of why it
-/// is not one. `None` for lines that are not UTF-8 or blank, which the fold reports or skips. Boxed: a record is several
-/// hundred bytes, mostly absent fields, and is moved from worker to fold.
+/// is not one. `None` for lines that are not UTF-8 or blank, which the fold reports or skips. Boxed: a record is
+/// several hundred bytes, mostly absent fields, and is moved from worker to fold.
 fn prepare(bytes: &[u8]) -> Option<Result<Box<Record<'static>>, String>> {
     let line = std::str::from_utf8(bytes).ok()?;
     (!line.trim_ascii().is_empty()).then(|| read_record(line))
