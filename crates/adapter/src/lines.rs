@@ -108,16 +108,12 @@ impl<R: BufRead> LineReader<R> {
                 break;
             }
         }
-        // A line exactly at the limit may have been kept with up to two bytes that are not its ending.
+        // A line exactly at the limit may have been kept with up to two bytes that are not its ending. The body is
+        // measured as `next_bytes` strips it: a final line without a newline still loses a trailing `\r`.
         if !overlong {
-            let mut body = self.buf.len();
-            if self.buf.ends_with(b"\n") {
-                body -= 1;
-                if self.buf[..body].ends_with(b"\r") {
-                    body -= 1;
-                }
-            }
-            if body > self.limit {
+            let body = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+            let body = body.strip_suffix(b"\r").unwrap_or(body);
+            if body.len() > self.limit {
                 overlong = true;
                 self.buf.clear();
             }
@@ -216,6 +212,15 @@ mod tests {
             [(2, DiagnosticKind::LineTooLong), (4, DiagnosticKind::LineTooLong), (6, DiagnosticKind::LineTooLong)]
         );
         assert_eq!((reader.lines_read(), reader.lines_too_long()), (7, 3));
+    }
+
+    #[test]
+    fn a_last_line_at_the_limit_with_a_carriage_return_is_kept() {
+        // Found by the property below: "abc\r" with no newline is "abc", three bytes, so it fits a limit of 3.
+        let mut reader = LineReader::with_limit(io::BufReader::with_capacity(1, &b"abc\r"[..]), 3);
+        assert_eq!(reader.next_bytes().unwrap(), Some((1, &b"abc"[..])));
+        assert_eq!(reader.next_bytes().unwrap(), None);
+        assert_eq!(reader.lines_too_long(), 0);
     }
 
     #[test]
