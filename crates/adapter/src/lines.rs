@@ -54,72 +54,89 @@ impl<R: BufRead> LineReader<R> {
     ///
     /// A line longer than the limit comes back as a marker that [`utf8_line`] reports as too long.
     pub fn next_bytes(&mut self) -> io::Result<Option<(u64, &[u8])>> {
-        self.buf.clear();
-        let (read, overlong) = self.read_line()?;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        let kept = self.append_line(&mut buf);
+        self.buf = buf;
+        let Some(kept) = kept? else { return Ok(None) };
+        Ok(Some((self.line, if kept { self.buf.as_slice() } else { OVERLONG })))
+    }
+
+    /// Appends the next line, its ending stripped, to `out`, as [`next_bytes`](Self::next_bytes) would return it,
+    /// without first copying it into the reader's own buffer. `None` at the end of the input; `Some(false)` for a
+    /// line longer than the limit, of which nothing is appended.
+    pub(crate) fn append_line(&mut self, out: &mut Vec<u8>) -> io::Result<Option<bool>> {
+        let start = out.len();
+        let (read, overlong) = read_line(&mut self.inner, self.limit, out, start)?;
         if read == 0 {
             return Ok(None);
         }
         self.line += 1;
         if overlong {
             self.too_long += 1;
-            return Ok(Some((self.line, OVERLONG)));
+            return Ok(Some(false));
         }
-        let mut line = self.buf.as_slice();
-        if let Some(rest) = line.strip_suffix(b"\n") {
-            line = rest;
-        }
-        if let Some(rest) = line.strip_suffix(b"\r") {
-            line = rest;
-        }
-        Ok(Some((self.line, line)))
+        strip_ending(out, start);
+        Ok(Some(true))
     }
+}
 
-    /// Reads up to and including the next newline into `buf`, but never more than `limit + 2` bytes of it (room
-    /// for `\r\n`); past that, consumes up to the newline without keeping anything. Returns the bytes consumed and
-    /// whether the line was too long.
-    fn read_line(&mut self) -> io::Result<(usize, bool)> {
-        let mut read = 0;
-        let mut overlong = false;
-        loop {
-            let available = match self.inner.fill_buf() {
-                Ok(available) => available,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if available.is_empty() {
-                break;
-            }
-            let (end, done) = match memchr::memchr(b'\n', available) {
-                Some(at) => (at + 1, true),
-                None => (available.len(), false),
-            };
-            if !overlong {
-                let room = (self.limit + 2).saturating_sub(self.buf.len());
-                if end <= room {
-                    self.buf.extend_from_slice(&available[..end]);
-                } else {
-                    overlong = true;
-                    self.buf.clear();
-                }
-            }
-            self.inner.consume(end);
-            read += end;
-            if done {
-                break;
-            }
-        }
-        // A line exactly at the limit may have been kept with up to two bytes that are not its ending. The body is
-        // measured as `next_bytes` strips it: a final line without a newline still loses a trailing `\r`.
-        if !overlong {
-            let body = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
-            let body = body.strip_suffix(b"\r").unwrap_or(body);
-            if body.len() > self.limit {
-                overlong = true;
-                self.buf.clear();
-            }
-        }
-        Ok((read, overlong))
+/// Drops a line ending (`\n`, `\r\n`, or a final `\r`) from the line that starts at `start` in `buf`.
+fn strip_ending(buf: &mut Vec<u8>, start: usize) {
+    if buf.len() > start && buf.ends_with(b"\n") {
+        buf.pop();
     }
+    if buf.len() > start && buf.ends_with(b"\r") {
+        buf.pop();
+    }
+}
+
+/// Reads up to and including the next newline of `inner`, appending it to `buf` after `start`, but never more than
+/// `limit + 2` bytes of it (room for `\r\n`); past that, consumes up to the newline without keeping anything (`buf`
+/// is cut back to `start`). Returns the bytes consumed and whether the line was too long.
+fn read_line<R: BufRead>(inner: &mut R, limit: usize, buf: &mut Vec<u8>, start: usize) -> io::Result<(usize, bool)> {
+    let mut read = 0;
+    let mut overlong = false;
+    loop {
+        let available = match inner.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            break;
+        }
+        let (end, done) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        if !overlong {
+            let room = (limit + 2).saturating_sub(buf.len() - start);
+            if end <= room {
+                buf.extend_from_slice(&available[..end]);
+            } else {
+                overlong = true;
+                buf.truncate(start);
+            }
+        }
+        inner.consume(end);
+        read += end;
+        if done {
+            break;
+        }
+    }
+    // A line exactly at the limit may have been kept with up to two bytes that are not its ending. The body is
+    // measured as it is stripped: a final line without a newline still loses a trailing `\r`.
+    if !overlong {
+        let body = &buf[start..];
+        let body = body.strip_suffix(b"\n").unwrap_or(body);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if body.len() > limit {
+            overlong = true;
+            buf.truncate(start);
+        }
+    }
+    Ok((read, overlong))
 }
 
 /// `bytes` as text, or `None` after reporting a [`DiagnosticKind::InvalidUtf8`] diagnostic for line `line`
@@ -262,6 +279,20 @@ mod tests {
                 }
             }
             proptest::prop_assert_eq!(n, expected.len());
+            // `append_line` appends the same lines to what the buffer already holds, and nothing for one too long.
+            let mut reader = LineReader::with_limit(io::BufReader::with_capacity(capacity, &bytes[..]), limit);
+            let mut out = b"held".to_vec();
+            let mut n = 0;
+            while let Some(kept) = reader.append_line(&mut out).unwrap() {
+                let segment = expected[n];
+                let segment = segment.strip_suffix(b"\r").unwrap_or(segment);
+                n += 1;
+                proptest::prop_assert_eq!(kept, segment.len() <= limit);
+                proptest::prop_assert_eq!(&out[4..], if kept { segment } else { &b""[..] });
+                out.truncate(4);
+            }
+            proptest::prop_assert_eq!((n, reader.lines_read()), (expected.len(), expected.len() as u64));
+            proptest::prop_assert_eq!(&out[..], b"held");
         }
     }
 }

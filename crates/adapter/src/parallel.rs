@@ -188,14 +188,10 @@ fn read_batch<R: BufRead, T>(
         chunk.lines.clear();
         chunk.first = lines.lines_read() + 1;
         while chunk.data.len() < chunk_bytes {
-            let Some((_, bytes)) = lines.next_bytes()? else { break };
-            if std::ptr::eq(bytes, OVERLONG) {
-                chunk.lines.push(None);
-            } else {
-                let start = chunk.data.len();
-                chunk.data.extend_from_slice(bytes);
-                chunk.lines.push(Some(start..chunk.data.len()));
-            }
+            // Read straight into the chunk: a line is copied out of the reader's buffer once, not twice.
+            let start = chunk.data.len();
+            let Some(kept) = lines.append_line(&mut chunk.data)? else { break };
+            chunk.lines.push(kept.then_some(start..chunk.data.len()));
         }
         if chunk.lines.is_empty() {
             spare.push(chunk);
