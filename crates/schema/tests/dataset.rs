@@ -431,3 +431,60 @@ fn durations_are_derived_from_instants() {
     assert_eq!(row.e2e_s, Some(9.0));
     assert_eq!(row.tpot_s, None, "a single output token has no time per output token");
 }
+
+/// How the files are encoded, read back from their own metadata: timestamps delta-encoded without a dictionary,
+/// ids plain, dictionary text with dictionaries, and no statistics on the two sample columns whose values every row
+/// group interleaves (while the time column keeps its minimum and maximum).
+#[test]
+fn columns_carry_their_encodings_and_statistics() {
+    use parquet::basic::Encoding;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::file::statistics::Statistics;
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    let mut writer = DatasetWriter::create(&out, false).unwrap();
+    writer.push_request(&full_request()).unwrap();
+    for (time, metric) in [(5, metrics::KV_CACHE_USAGE), (9, metrics::REQUESTS_RUNNING)] {
+        writer
+            .push_sample(&EngineSample {
+                time,
+                source: "sglang-log".into(),
+                instance: Some("TP0".into()),
+                metric: metric.into(),
+                value: 0.5,
+                source_file: Some("a.log".into()),
+                source_line: Some(1),
+            })
+            .unwrap();
+    }
+    writer.finish(manifest()).unwrap();
+
+    let open = |table: &str| SerializedFileReader::new(fs::File::open(out.join(format!("{table}.parquet"))).unwrap());
+    let samples = open("samples").unwrap();
+    let group = samples.metadata().row_group(0);
+    let column = |name: &str| group.columns().iter().find(|c| c.column_path().string() == name).unwrap().clone();
+    let time = column("time");
+    assert!(time.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED), "{:?}", time.encodings().collect::<Vec<_>>());
+    assert!(time.dictionary_page_offset().is_none());
+    match time.statistics() {
+        Some(Statistics::Int64(s)) => assert_eq!((s.min_opt(), s.max_opt()), (Some(&5), Some(&9))),
+        other => panic!("time statistics: {other:?}"),
+    }
+    for name in ["metric", "instance"] {
+        let c = column(name);
+        assert!(c.dictionary_page_offset().is_some(), "{name} keeps its dictionary");
+        assert!(c.statistics().is_none(), "{name} has no statistics: {:?}", c.statistics());
+    }
+    assert!(column("source_file").statistics().is_some(), "source_file keeps its statistics");
+    assert!(column("value").dictionary_page_offset().is_none(), "floats are plain");
+
+    let requests = open("requests").unwrap();
+    let group = requests.metadata().row_group(0);
+    let column = |name: &str| group.columns().iter().find(|c| c.column_path().string() == name).unwrap().clone();
+    assert!(column("request_id").dictionary_page_offset().is_none(), "ids are plain");
+    assert!(column("request_id").encodings().all(|e| e != Encoding::RLE_DICTIONARY));
+    assert!(column("prefix_hashes.list.item").encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED));
+    // The instance of a request is not a sample's: it keeps its statistics.
+    assert!(column("instance").statistics().is_some());
+}
