@@ -217,10 +217,10 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
-impl Read for StoredReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+impl BufRead for StoredReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
         while self.at == self.block.len() {
-            let Some(blocks) = &self.blocks else { return Ok(0) };
+            let Some(blocks) = &self.blocks else { return Ok(&[]) };
             match blocks.recv() {
                 Ok(Ok(block)) => {
                     let spent = std::mem::replace(&mut self.block, block);
@@ -229,24 +229,43 @@ impl Read for StoredReader {
                 }
                 Ok(Err(e)) => return Err(e),
                 // The thread ended: the whole file was read.
-                Err(_) => return Ok(0),
+                Err(_) => return Ok(&[]),
             }
         }
-        let n = buf.len().min(self.block.len() - self.at);
-        buf[..n].copy_from_slice(&self.block[self.at..self.at + n]);
-        self.at += n;
+        Ok(&self.block[self.at..])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.at = (self.at + amount).min(self.block.len());
+    }
+}
+
+impl Read for StoredReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = buf.len().min(available.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
         Ok(n)
     }
 }
 
 type Decoded = Chain<Cursor<Vec<u8>>, Box<dyn Read + Send>>;
 
+/// Where an [`Input`]'s content comes from.
+enum Content {
+    /// A plain file, read straight from the reading thread's blocks: no copy between them and the parser.
+    Plain(StoredReader),
+    /// A compressed file: its decoder, reading the stored bytes through a handle on the reader that
+    /// [`Input::finish`] takes back once the decoder is gone.
+    Decoded { reader: BufReader<Decoded>, stored: Arc<Mutex<StoredReader>> },
+}
+
 /// An opened input: a decompressed line reader, its head for detection, and its digest once read.
 pub struct Input {
-    reader: BufReader<Decoded>,
+    content: Content,
     head: Vec<u8>,
     compression: Compression,
-    stored: Arc<Mutex<StoredReader>>,
 }
 
 impl std::fmt::Debug for Input {
@@ -265,22 +284,28 @@ impl Input {
 
     /// [`open`](Self::open) with other limits on decompression.
     pub fn open_with_limits(path: &Path, progress: Option<Progress>, limits: DecompressionLimits) -> io::Result<Self> {
-        let stored = Arc::new(Mutex::new(StoredReader::spawn(File::open(path)?, progress)?));
-        let stored_bytes = stored.lock().unwrap_or_else(PoisonError::into_inner).read.clone();
-        let mut raw = BufReader::with_capacity(1 << 16, Shared(stored.clone()));
-        let compression = Compression::sniff(raw.fill_buf()?);
-        let mut decoder: Box<dyn Read + Send> = match compression {
-            Compression::None => Box::new(raw),
-            Compression::Gzip => Box::new(MultiGzDecoder::new(raw)),
-            Compression::Zstd => Box::new(zstd::Decoder::with_buffer(raw)?),
-        };
-        if compression != Compression::None {
-            decoder = Box::new(Limited { inner: decoder, compression, limits, stored: stored_bytes, decompressed: 0 });
+        let mut stored = StoredReader::spawn(File::open(path)?, progress)?;
+        // A block holds the first `BLOCK_BYTES` of the file, or all of a shorter one: room for the magic bytes, and
+        // for the head of a plain file, which is not consumed.
+        let first = stored.fill_buf()?;
+        let compression = Compression::sniff(first);
+        if compression == Compression::None {
+            let head = first[..first.len().min(HEAD_BYTES)].to_vec();
+            return Ok(Self { content: Content::Plain(stored), head, compression });
         }
+        let stored_bytes = stored.read.clone();
+        let stored = Arc::new(Mutex::new(stored));
+        let raw = BufReader::with_capacity(1 << 16, Shared(stored.clone()));
+        let decoder: Box<dyn Read + Send> = match compression {
+            Compression::Gzip => Box::new(MultiGzDecoder::new(raw)),
+            _ => Box::new(zstd::Decoder::with_buffer(raw)?),
+        };
+        let mut decoder: Box<dyn Read + Send> =
+            Box::new(Limited { inner: decoder, compression, limits, stored: stored_bytes, decompressed: 0 });
         let mut head = Vec::with_capacity(HEAD_BYTES);
         (&mut decoder).take(HEAD_BYTES as u64).read_to_end(&mut head)?;
         let reader = BufReader::with_capacity(1 << 18, Cursor::new(head.clone()).chain(decoder));
-        Ok(Self { reader, head, compression, stored })
+        Ok(Self { content: Content::Decoded { reader, stored }, head, compression })
     }
 
     /// The first [`HEAD_BYTES`] decompressed bytes (fewer for a shorter input).
@@ -295,13 +320,21 @@ impl Input {
 
     /// The decompressed content, from its first byte.
     pub fn reader(&mut self) -> &mut dyn BufRead {
-        &mut self.reader
+        match &mut self.content {
+            Content::Plain(stored) => stored,
+            Content::Decoded { reader, .. } => reader,
+        }
     }
 
     /// Hashes whatever of the stored file was not read yet and returns its size and SHA-256.
     pub fn finish(self) -> io::Result<InputDigest> {
-        drop(self.reader);
-        let (bytes, sha) = self.stored.lock().unwrap_or_else(PoisonError::into_inner).finish()?;
+        let (bytes, sha) = match self.content {
+            Content::Plain(mut stored) => stored.finish()?,
+            Content::Decoded { reader, stored } => {
+                drop(reader);
+                stored.lock().unwrap_or_else(PoisonError::into_inner).finish()?
+            }
+        };
         let mut sha256 = String::with_capacity(64);
         for byte in sha.finalize().iter() {
             write!(sha256, "{byte:02x}").expect("writing to a String cannot fail");
