@@ -33,7 +33,7 @@ use parquet::schema::types::ColumnPath;
 use crate::manifest::{Manifest, RowCounts};
 use crate::partition::{PartitionKey, part_files, partition_table, restore_key};
 use crate::table::{Table, TableBuilder};
-use crate::tables::{CacheEvent, EngineSample, RequestRow};
+use crate::tables::{CacheEvent, EngineSample, RequestRow, sample};
 
 /// Version of the canonical schema written by this crate. Readers refuse datasets of a newer version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -193,7 +193,8 @@ pub(crate) fn writer_properties<T: Table>() -> WriterProperties {
                 vec![field.name().clone(), "list".to_owned(), item.name().clone()]
             }
             DataType::Dictionary(..)
-                if T::NAME == "samples" && matches!(field.name().as_str(), "metric" | "instance") =>
+                if T::NAME == EngineSample::NAME
+                    && [sample::METRIC, sample::INSTANCE].contains(&field.name().as_str()) =>
             {
                 builder = builder.set_column_statistics_enabled(
                     ColumnPath::new(vec![field.name().clone()]),
