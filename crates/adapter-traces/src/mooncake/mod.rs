@@ -117,8 +117,8 @@ use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadC
 use regex::bytes::Regex;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
-use record::{Id, Record};
-use state::{MAX_REQUESTS, MAX_SESSIONS, Requests, Session, Sessions, Timing};
+use record::{Id, Prepared, Record};
+use state::{Digest, MAX_REQUESTS, MAX_SESSIONS, Requests, Session, Sessions, Timing};
 
 /// Tokens per `hash_ids` block in every Mooncake trace without a header that says otherwise.
 pub(crate) const BLOCK_SIZE: u32 = 512;
@@ -256,18 +256,23 @@ fn parse(
 ) -> Result<ParseReport, ParseError> {
     let mut parser = Parser::new(source, delta, ctx);
     let mut lines = LineReader::new(input);
-    map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
-        // `prepare` read every line that is UTF-8 and not blank; the rest are reported (not UTF-8) or skipped.
-        let Some(prepared) = prepared else {
-            let _ = utf8_line(line_no, bytes, sink);
-            return Ok(());
-        };
-        match prepared {
-            Ok(record) => parser.record(line_no, record, sink)?,
-            Err(message) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message)),
-        }
-        Ok::<_, ParseError>(())
-    })?;
+    let digest = parser.digest.clone();
+    map_lines(
+        &mut lines,
+        |bytes| prepare(bytes, &digest),
+        |line_no, bytes, prepared| {
+            // `prepare` read every line that is UTF-8 and not blank; the rest are reported (not UTF-8) or skipped.
+            let Some(prepared) = prepared else {
+                let _ = utf8_line(line_no, bytes, sink);
+                return Ok(());
+            };
+            match prepared {
+                Ok(record) => parser.record(line_no, record, sink)?,
+                Err(message) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message)),
+            }
+            Ok::<_, ParseError>(())
+        },
+    )?;
     let variant = parser.variant.unwrap_or(if delta { Variant::Delta } else { Variant::Mooncake });
     parser.counts.add("sessions", parser.sessions.started);
     parser.counts.add("sessions_evicted", parser.sessions.evicted);
@@ -280,16 +285,13 @@ fn parse(
     })
 }
 
-/// The pure part of reading a line, done by [`map_lines`] on any thread: the JSON record, or the message of why it
-/// is not one. `None` for lines that are not UTF-8 or blank, which the fold reports or skips. Boxed: a record is
-/// several hundred bytes, mostly absent fields, and is moved from worker to fold.
-fn prepare(bytes: &[u8]) -> Option<Result<Box<Record<'static>>, String>> {
+/// The pure part of reading a line, done by [`map_lines`] on any thread: the JSON record with its ids' digests, or
+/// the message of why it is not one. `None` for lines that are not UTF-8 or blank, which the fold reports or skips.
+fn prepare(bytes: &[u8], digest: &Digest) -> Option<Result<Prepared, String>> {
     let line = std::str::from_utf8(bytes).ok()?;
-    (!line.trim_ascii().is_empty()).then(|| read_record(line))
-}
-
-fn read_record(line: &str) -> Result<Box<Record<'static>>, String> {
-    serde_json::from_str::<Record<'_>>(line).map(|r| Box::new(r.into_owned())).map_err(|e| json::error_message(&e))
+    (!line.trim_ascii().is_empty()).then(|| {
+        serde_json::from_str::<Record<'_>>(line).map(|r| r.prepare(digest)).map_err(|e| json::error_message(&e))
+    })
 }
 
 /// Run-level facts for the manifest; only non-zero counts are written.
@@ -333,6 +335,8 @@ struct Parser<'c> {
     variant: Option<Variant>,
     block_size: u32,
     local_scope: bool,
+    /// Keys the two tables; a copy computes the keys of each line where it is parsed.
+    digest: Digest,
     sessions: Sessions,
     requests: Requests,
     counts: Counts,
@@ -349,6 +353,7 @@ impl<'c> Parser<'c> {
             variant: None,
             block_size: BLOCK_SIZE,
             local_scope: false,
+            digest: Digest::default(),
             sessions: Sessions::new(MAX_SESSIONS),
             requests: Requests::new(MAX_REQUESTS),
             counts: Counts::default(),
@@ -356,20 +361,20 @@ impl<'c> Parser<'c> {
         }
     }
 
-    /// One record, boxed as [`prepare`] made it: it is read in place rather than copied out (several hundred bytes).
-    fn record(&mut self, line: u64, record: Box<Record<'_>>, sink: &mut dyn Sink) -> Result<(), DatasetError> {
+    /// One record, as [`prepare`] made it.
+    fn record(&mut self, line: u64, record: Prepared, sink: &mut dyn Sink) -> Result<(), DatasetError> {
         let variant = match self.variant {
             Some(variant) => variant,
             None => {
                 let variant = if self.delta {
                     Variant::Delta
-                } else if record.schema.as_deref() == Some(AGENTIC_SCHEMA) {
+                } else if record.rest().schema.as_deref() == Some(AGENTIC_SCHEMA) {
                     self.variant = Some(Variant::AgenticV2);
-                    self.header(line, &record, sink);
+                    self.header(line, record.rest(), sink);
                     return Ok(());
-                } else if record.has_applied_compute_keys() {
+                } else if record.rest().has_applied_compute_keys() {
                     Variant::AppliedCompute
-                } else if record.has_agentic_keys() {
+                } else if record.rest().has_agentic_keys() {
                     Variant::AgenticLegacy
                 } else {
                     Variant::Mooncake
@@ -378,8 +383,8 @@ impl<'c> Parser<'c> {
             }
         };
         match variant {
-            Variant::AppliedCompute => applied::expand(self, line, &record, sink),
-            Variant::Mooncake if record.has_agentic_keys() => {
+            Variant::AppliedCompute => applied::expand(self, line, record.rest(), sink),
+            Variant::Mooncake if record.rest().has_agentic_keys() => {
                 self.variant = Some(Variant::AgenticLegacy);
                 self.row(line, variant, record, sink)
             }
@@ -432,18 +437,21 @@ impl<'c> Parser<'c> {
         &mut self,
         line: u64,
         variant: Variant,
-        mut record: Box<Record<'_>>,
+        mut record: Prepared,
         sink: &mut dyn Sink,
     ) -> Result<(), DatasetError> {
         let Some(input_length) = record.input_length else {
             sink.diagnostic(Diagnostic::new(line, DiagnosticKind::MissingField, "missing field `input_length`"));
             return Ok(());
         };
-        let agentic_row = record.has_agentic_keys();
-        self.counts.add(
-            "rows_with_priority",
-            u64::from(record.priority.is_some() || record.strict_priority.is_some() || record.policy_class.is_some()),
-        );
+        // The ids and hash ids are moved out of the record, which owns them, rather than copied.
+        let session_id = record.session_id.take();
+        let request_id = record.request_id.take();
+        let hash_ids = record.hash_ids.take();
+        let record = &record;
+        let rest = record.rest();
+        let agentic_row = rest.has_agentic_keys();
+        self.counts.add("rows_with_priority", u64::from(record.prioritized));
         let output_length = match (record.output_length, record.output_token_ids) {
             (Some(n), _) => Some(n),
             (None, Some(ids)) => {
@@ -454,10 +462,7 @@ impl<'c> Parser<'c> {
         };
 
         // The session: turn index, previous arrival and (delta) context.
-        // The ids are moved out of the record, which owns them, rather than copied.
-        let has_id = record.request_id.is_some();
-        let session_id = record.session_id.take().map(Id::into_key);
-        let session_key = session_id.as_deref().map(|id| self.sessions.key(id));
+        let session_key = record.session_key;
         let previous = match session_key {
             Some(key) => {
                 let (session, evicted) = self.sessions.get(key);
@@ -478,12 +483,9 @@ impl<'c> Parser<'c> {
         };
 
         let mut row = RequestRow {
-            request_id: match record.request_id.take() {
-                Some(id) => id.into_key(),
-                None => format!("{}:{line}", self.stem),
-            },
+            request_id: request_id.unwrap_or_else(|| format!("{}:{line}", self.stem)),
             source: self.source.to_owned(),
-            model: record.model.as_deref().map(str::to_owned),
+            model: rest.model.as_deref().map(str::to_owned),
             session_id,
             turn: previous.map(|s| s.turns),
             status: Status::Unknown,
@@ -506,8 +508,8 @@ impl<'c> Parser<'c> {
         row.input_tokens = prompt.and_then(|n| crate::token_count(n, "input_length", line, sink));
         row.output_tokens = output_length.and_then(|n| crate::token_count(n, "output_length", line, sink));
 
-        row.arrival_time = self.arrival(line, variant, &record, previous, sink);
-        if let Some(ms) = record.recorded_api_time_ms {
+        row.arrival_time = self.arrival(line, variant, record, previous, sink);
+        if let Some(ms) = rest.recorded_api_time_ms {
             row.e2e_s = (ms.is_finite() && ms >= 0.0).then_some(ms / 1000.0);
             if row.e2e_s.is_none() {
                 sink.diagnostic(Diagnostic::new(
@@ -518,7 +520,7 @@ impl<'c> Parser<'c> {
             }
         }
 
-        if let Some(hash_ids) = record.hash_ids {
+        if let Some(hash_ids) = hash_ids {
             let block = u64::from(self.block_size);
             let needed = input_length.div_ceil(block);
             if hash_ids.len() as u64 != needed {
@@ -536,7 +538,7 @@ impl<'c> Parser<'c> {
                 self.counts.add("delta_hash_ids_dropped", 1);
             } else {
                 row.prefix_hashes = Some(if self.local_scope {
-                    let scope = record.play_id.as_ref().map(Id::to_key).or(row.session_id.as_deref().map(Cow::from));
+                    let scope = rest.play_id.as_ref().map(Id::to_key).or(row.session_id.as_deref().map(Cow::from));
                     let seed = xxh3_64(scope.as_deref().unwrap_or_default().as_bytes());
                     hash_ids.iter().map(|id| xxh3_64_with_seed(&id.to_le_bytes(), seed)).collect()
                 } else {
@@ -549,7 +551,7 @@ impl<'c> Parser<'c> {
         if variant == Variant::AgenticV2 || agentic_row {
             row.workload_class = Some(WorkloadClass::Agent);
         }
-        if let Some(events) = record.tool_events {
+        if let Some(events) = rest.tool_events {
             row.tool_calls = Some(u32::try_from(events.0).unwrap_or(u32::MAX));
         }
 
@@ -558,10 +560,10 @@ impl<'c> Parser<'c> {
             let next = Session { turns: session.turns.saturating_add(1), arrival: row.arrival_time, context };
             self.sessions.set(key, next);
         }
-        if has_id {
+        if let Some(key) = record.request_key {
             // The row's id is the record's.
             let service = row.e2e_s.and_then(|s| millis_to_nanos(s * 1000.0));
-            self.requests.insert(&row.request_id, Timing { arrival: row.arrival_time, service });
+            self.requests.insert(key, Timing { arrival: row.arrival_time, service });
         }
         sink.request(row)
     }
@@ -571,10 +573,11 @@ impl<'c> Parser<'c> {
         &mut self,
         line: u64,
         variant: Variant,
-        record: &Record<'_>,
+        prepared: &Prepared,
         previous: Option<Session>,
         sink: &mut dyn Sink,
     ) -> Option<i64> {
+        let record = prepared.rest();
         if variant == Variant::AgenticV2 {
             let not_before = match record.not_before_ms {
                 Some(ms) => self.instant(ms, "not_before_ms", line, sink),
@@ -595,7 +598,8 @@ impl<'c> Parser<'c> {
                     vocabulary(dependency.relation.as_deref(), &["sequence", "spawn", "join", "replay_barrier"]);
                 *self.counts.triggers.entry(trigger).or_default() += 1;
                 *self.counts.relations.entry(relation).or_default() += 1;
-                let timing = dependency.request_id.as_ref().and_then(|id| self.requests.get(&id.to_key()));
+                let timing =
+                    dependency.request_id.as_ref().and_then(|id| self.requests.get(self.digest.key(&id.to_key())));
                 let Some(Timing { arrival: Some(arrival), service }) = timing else {
                     self.counts.add("dependencies_unresolved", 1);
                     continue;
@@ -618,7 +622,7 @@ impl<'c> Parser<'c> {
             };
         }
 
-        let wait = self.duration(record.delay, "delay", line, sink).checked_add(self.duration(
+        let wait = self.duration(prepared.delay, "delay", line, sink).checked_add(self.duration(
             record.tool_wait_ms,
             "tool_wait_ms",
             line,
@@ -628,7 +632,7 @@ impl<'c> Parser<'c> {
             self.counts.add("wait_for", ids.len() as u64);
             let mut latest: Option<i64> = None;
             for id in ids {
-                match self.requests.get(&id.to_key()).and_then(|t| t.arrival) {
+                match self.requests.get(self.digest.key(&id.to_key())).and_then(|t| t.arrival) {
                     Some(arrival) => latest = latest.max(Some(arrival)),
                     None => self.counts.add("dependencies_unresolved", 1),
                 }
@@ -638,7 +642,7 @@ impl<'c> Parser<'c> {
                 return Some(arrival);
             }
         }
-        if let Some(ms) = record.timestamp {
+        if let Some(ms) = prepared.timestamp {
             return self.instant(ms, "timestamp", line, sink);
         }
         let previous_arrival = previous.filter(|s| s.turns > 0).and_then(|s| s.arrival);
