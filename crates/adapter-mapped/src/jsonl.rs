@@ -26,7 +26,7 @@ pub(crate) fn parse(
     // Parsed on any thread, folded in order. A byte-order mark is dropped from any line, not only the first: files
     // joined with `cat` carry one at each join.
     let prepare = |bytes: &[u8]| {
-        let line = std::str::from_utf8(bytes).ok()?;
+        let line = infertrace_adapter::utf8(bytes)?;
         let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         if line.trim_ascii().is_empty() {
             return None;

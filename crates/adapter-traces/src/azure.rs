@@ -122,7 +122,7 @@ impl Adapter for AzureLlm {
         if let Some(cols) = columns {
             let offset = ctx.options.utc_offset;
             let prepare = |bytes: &[u8]| {
-                let line = std::str::from_utf8(bytes).ok()?;
+                let line = infertrace_adapter::utf8(bytes)?;
                 if line.trim_ascii().is_empty() {
                     return None;
                 }

@@ -31,7 +31,7 @@ use std::io::{self, BufRead};
 
 pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use input::{Compression, DecompressionLimits, HEAD_BYTES, Input, InputDigest, Progress, RATIO_GRACE_BYTES};
-pub use lines::{LineReader, MAX_LINE_BYTES, utf8_line};
+pub use lines::{LineReader, MAX_LINE_BYTES, utf8, utf8_line};
 pub use shared::SharedText;
 pub use sink::{CollectSink, Sink};
 pub use time::{ParseOptions, UtcOffset};

@@ -139,6 +139,16 @@ fn read_line<R: BufRead>(inner: &mut R, limit: usize, buf: &mut Vec<u8>, start: 
     Ok((read, overlong))
 }
 
+/// `bytes` as text when they are UTF-8.
+///
+/// Every line of every input is validated here, some of them twice (where a line is read on the pool and folded on
+/// another thread): `simdutf8` validates a line of ASCII, the usual case, several times faster than
+/// `std::str::from_utf8` (for a vLLM log of 200 KB prompt lines that was 5% of its CPU time), and accepts exactly
+/// the same bytes.
+pub fn utf8(bytes: &[u8]) -> Option<&str> {
+    simdutf8::basic::from_utf8(bytes).ok()
+}
+
 /// `bytes` as text, or `None` after reporting a [`DiagnosticKind::InvalidUtf8`] diagnostic for line `line`
 /// (or [`DiagnosticKind::LineTooLong`] when `bytes` is [`LineReader`]'s marker of a line too long to read).
 ///
@@ -153,6 +163,10 @@ pub fn utf8_line<'a>(line: u64, bytes: &'a [u8], sink: &mut dyn Sink) -> Option<
         ));
         return None;
     }
+    if let Some(text) = utf8(bytes) {
+        return Some(text);
+    }
+    // The fast validator does not say where the text goes wrong; the standard one does.
     match std::str::from_utf8(bytes) {
         Ok(text) => Some(text),
         Err(e) => {
@@ -253,6 +267,25 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The fast validator accepts exactly what the standard one accepts: random bytes (mostly invalid), text
+        /// with any characters (valid), and text with one byte changed (cut or corrupted sequences), long enough to
+        /// take its SIMD path.
+        #[test]
+        fn utf8_accepts_what_std_accepts(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            text in "\\PC{0,200}",
+            at in proptest::prelude::any::<usize>(),
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            proptest::prop_assert_eq!(utf8(&bytes), std::str::from_utf8(&bytes).ok());
+            proptest::prop_assert_eq!(utf8(text.as_bytes()), Some(text.as_str()));
+            let mut changed = text.clone().into_bytes();
+            changed.extend_from_slice(&[b'a'; 64]);
+            let i = at % changed.len();
+            changed[i] = byte;
+            proptest::prop_assert_eq!(utf8(&changed), std::str::from_utf8(&changed).ok());
+        }
+
         /// Whatever the bytes, buffer size and limit: one line per newline-separated segment, each either the
         /// segment (ending stripped) when it fits the limit, or the too-long marker.
         #[test]

@@ -69,7 +69,7 @@ where
     E: Into<ParseError>,
 {
     let prepare = |bytes: &[u8]| {
-        let line = std::str::from_utf8(bytes).ok()?;
+        let line = crate::utf8(bytes)?;
         let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         (!line.trim_ascii().is_empty()).then(|| serde_json::from_str::<T>(line).map_err(|e| json::error_message(&e)))
     };

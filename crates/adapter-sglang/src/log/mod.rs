@@ -279,7 +279,7 @@ fn classify(message: &str) -> Message {
 /// The pure part of reading a line, done by [`map_lines`] on any thread: its message classified. `None` for a line
 /// that is not UTF-8 or no record, which the fold reports.
 fn prepare(bytes: &[u8]) -> Option<Message> {
-    let (_, message) = message_of(std::str::from_utf8(bytes).ok()?)?;
+    let (_, message) = message_of(infertrace_adapter::utf8(bytes)?)?;
     Some(classify(message))
 }
 

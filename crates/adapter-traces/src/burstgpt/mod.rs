@@ -189,7 +189,7 @@ impl Adapter for BurstGpt {
         }
         if let Some(cols) = columns {
             let prepare = |bytes: &[u8]| {
-                let line = std::str::from_utf8(bytes).ok()?;
+                let line = infertrace_adapter::utf8(bytes)?;
                 (!line.trim_ascii().is_empty()).then(|| Record::read(line, cols))
             };
             map_lines(&mut lines, prepare, |line_no, bytes, record| match record {

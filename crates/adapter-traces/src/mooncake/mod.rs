@@ -288,7 +288,7 @@ fn parse(
 /// The pure part of reading a line, done by [`map_lines`] on any thread: the JSON record with its ids' digests, or
 /// the message of why it is not one. `None` for lines that are not UTF-8 or blank, which the fold reports or skips.
 fn prepare(bytes: &[u8], digest: &Digest) -> Option<Result<Prepared, String>> {
-    let line = std::str::from_utf8(bytes).ok()?;
+    let line = infertrace_adapter::utf8(bytes)?;
     (!line.trim_ascii().is_empty()).then(|| {
         serde_json::from_str::<Record<'_>>(line).map(|r| r.prepare(digest)).map_err(|e| json::error_message(&e))
     })

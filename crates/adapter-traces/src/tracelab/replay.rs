@@ -34,7 +34,7 @@ impl Columns {
 
     /// The columns of a header line, if it is one of the runner's.
     pub(super) fn from_header(line: &[u8]) -> Option<Self> {
-        let line = std::str::from_utf8(line).ok()?;
+        let line = infertrace_adapter::utf8(line)?;
         let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         let fields: Vec<&str> = line.split(',').take(MAX_FIELDS).map(|f| f.trim().trim_matches('"')).collect();
         let find = |name: &str| fields.iter().position(|&field| field == name);

@@ -205,7 +205,7 @@ fn prepare(bytes: &[u8]) -> Option<Prepared> {
     if memchr::memmem::find(head, b"Received request ").is_none() && memchr::memmem::find(head, b"Request ").is_none() {
         return None;
     }
-    let clean = envelope::strip_ansi(std::str::from_utf8(bytes).ok()?);
+    let clean = envelope::strip_ansi(infertrace_adapter::utf8(bytes)?);
     let plain = matches!(clean, Cow::Borrowed(_));
     let owned;
     let (message, glued) = match json_record::parse(&clean) {
