@@ -355,7 +355,9 @@ pub(crate) fn parse_received(mut rest: &str) -> Result<Received, &'static str> {
         let fast = match key {
             "prompt" => skip_py_string(after),
             "prompt token ids" | "prompt_token_ids" => {
-                let mut ids = Vec::new();
+                // Room for the ids the rest of the line can hold at the usual `12345, ` (a prompt of tens of
+                // thousands of ids would otherwise be copied at every doubling of the vector).
+                let mut ids = Vec::with_capacity(after.len() / 6);
                 let rest = int_list(after, &mut ids);
                 if rest.is_some() {
                     fields.prompt_token_ids = Some(ids);
