@@ -3,12 +3,13 @@
 //! Each kind names its Arrow type, its builder and the spelling of the type that pyarrow prints, which is what
 //! `schemas/*.json` records so that the interop test can compare types as strings.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayBuilder, ArrayRef, AsArray as _, Float64Builder, ListBuilder, PrimitiveBuilder, StringBuilder,
-    StringDictionaryBuilder, TimestampNanosecondBuilder, UInt16Builder, UInt32Builder, UInt64Builder,
+    Array, ArrayBuilder, ArrayRef, AsArray as _, DictionaryArray, Float64Builder, ListBuilder, PrimitiveBuilder,
+    StringBuilder, TimestampNanosecondBuilder, UInt16Builder, UInt32Builder, UInt64Builder,
 };
 use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Field, Float64Type, Int32Type, TimeUnit, TimestampNanosecondType, UInt16Type,
@@ -43,6 +44,10 @@ pub trait ColumnKind {
 pub trait Text: AsRef<str> + Sized {
     /// The value spelled `text`; `None` outside a closed vocabulary.
     fn from_text(text: &str) -> Option<Self>;
+    /// The value as shared text, for [`Dict`] to recognise by address; `None` for text owned by the row.
+    fn shared(&self) -> Option<&Arc<str>> {
+        None
+    }
 }
 
 impl Text for String {
@@ -56,6 +61,9 @@ impl Text for String {
 impl Text for Arc<str> {
     fn from_text(text: &str) -> Option<Self> {
         Some(text.into())
+    }
+    fn shared(&self) -> Option<&Arc<str>> {
+        Some(self)
     }
 }
 
@@ -107,27 +115,44 @@ impl<T: Text> ColumnKind for Dict<T> {
         DictBuilder::with_capacity(capacity)
     }
     fn append(builder: &mut Self::Builder, value: Option<&T>) {
-        builder.push(value.map(AsRef::as_ref));
+        match value.and_then(Text::shared) {
+            Some(shared) => builder.push_shared(shared),
+            None => builder.push(value.map(AsRef::as_ref)),
+        }
     }
     fn read(array: &ArrayRef) -> Vec<Option<T>> {
         read_strings(array)
     }
 }
 
-/// A [`StringDictionaryBuilder`] that appends a run of equal values with one dictionary lookup.
+/// A dictionary column's builder: the keys and dictionary that [`StringDictionaryBuilder`] gives when the cells
+/// are appended one at a time (first-appearance order, nulls as null keys), at a fraction of the cost for the
+/// columns these tables have.
 ///
-/// The rows of one input repeat their `source`, `source_file` and `instance`; looking each up again in the
-/// dictionary's hash table was about a tenth of writing the samples of an SGLang log. Keys and dictionary order are
-/// what appending one value at a time gives, so the bytes written are the same.
+/// - **Runs.** The rows of one input repeat their `source`, `source_file` and `instance`: a cell equal to the one
+///   before extends the pending run, appended at once, with no dictionary lookup (looking each cell up again was
+///   about a tenth of writing the samples of an SGLang log).
+/// - **Shared values.** The `samples` table's text is [`Arc<str>`] values an adapter made once per input, so a
+///   cell's value is usually at the same address as an earlier one: a few recent values are kept with their keys
+///   and matched by address, without reading or hashing the text (an SGLang batch line interleaves its 5 to 8
+///   metrics, so the value before is rarely the same). The builder holds those `Arc`s, so an address it matches
+///   cannot have been freed and reused by other text.
+/// - Other values are looked up by content in a hash map.
 #[derive(Default)]
 pub struct DictBuilder {
-    inner: StringDictionaryBuilder<Int32Type>,
-    /// The value of the pending run, when it is not a run of nulls.
-    value: String,
-    null: bool,
-    /// Length of the pending run, not yet in `inner`.
+    keys: PrimitiveBuilder<Int32Type>,
+    /// The distinct values, in key order.
+    values: Vec<Box<str>>,
+    lookup: HashMap<Box<str>, i32, ahash::RandomState>,
+    /// Recent shared values and their keys, matched by address.
+    shared: Vec<(Arc<str>, i32)>,
+    /// The key of the pending run (`None`: a run of nulls) and its length, not yet in `keys`.
+    run_key: Option<i32>,
     run: usize,
 }
+
+/// Shared values remembered by address; past it the list starts again (a column has a handful).
+const SHARED_VALUES: usize = 16;
 
 impl std::fmt::Debug for DictBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,55 +161,103 @@ impl std::fmt::Debug for DictBuilder {
 }
 
 impl DictBuilder {
-    /// A builder with room for `capacity` keys (and a few distinct values: these columns repeat a handful).
+    /// A builder with room for `capacity` keys.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { inner: StringDictionaryBuilder::with_capacity(capacity, 16, 256), ..Self::default() }
+        Self { keys: PrimitiveBuilder::with_capacity(capacity), ..Self::default() }
     }
 
+    /// Appends a cell given as text.
     fn push(&mut self, value: Option<&str>) {
-        let same = self.run > 0
-            && match value {
-                None => self.null,
-                Some(v) => !self.null && self.value == v,
-            };
-        if !same {
-            self.flush();
-            self.null = value.is_none();
-            self.value.clear();
-            self.value.push_str(value.unwrap_or_default());
+        let key = match value {
+            None => None,
+            Some(v) => match self.run_key {
+                // The usual case: the same value as the cell before.
+                Some(last) if self.run > 0 && *self.values[last as usize] == *v => Some(last),
+                _ => Some(self.key_of(v)),
+            },
+        };
+        self.push_key(key);
+    }
+
+    /// Appends a cell whose value is shared text.
+    fn push_shared(&mut self, value: &Arc<str>) {
+        let key = match self.shared.iter().find(|(seen, _)| Arc::ptr_eq(seen, value)) {
+            Some(&(_, key)) => key,
+            None => {
+                let key = self.key_of(value);
+                if self.shared.len() == SHARED_VALUES {
+                    self.shared.clear();
+                }
+                self.shared.push((Arc::clone(value), key));
+                key
+            }
+        };
+        self.push_key(Some(key));
+    }
+
+    /// The key of `value`, added to the dictionary if new.
+    fn key_of(&mut self, value: &str) -> i32 {
+        if let Some(&key) = self.lookup.get(value) {
+            return key;
         }
+        // More than `i32::MAX` distinct values in one batch of at most a few hundred thousand rows cannot happen.
+        let key = i32::try_from(self.values.len()).expect("a batch has fewer distinct values than i32::MAX");
+        self.values.push(value.into());
+        self.lookup.insert(value.into(), key);
+        key
+    }
+
+    fn push_key(&mut self, key: Option<i32>) {
+        if self.run > 0 && self.run_key != key {
+            self.flush();
+        }
+        self.run_key = key;
         self.run += 1;
     }
 
     fn flush(&mut self) {
-        match (self.run, self.null) {
+        match (self.run, self.run_key) {
             (0, _) => {}
-            (n, true) => self.inner.append_nulls(n),
-            (n, false) => self.inner.append_values(&self.value, n),
+            (n, None) => self.keys.append_nulls(n),
+            (n, Some(key)) => self.keys.append_value_n(key, n),
         }
         self.run = 0;
+    }
+
+    /// The array of the cells so far, leaving the builder as it is.
+    fn array(&self, keys: arrow::array::PrimitiveArray<Int32Type>) -> ArrayRef {
+        let values = arrow::array::StringArray::from_iter_values(self.values.iter());
+        Arc::new(DictionaryArray::try_new(keys, Arc::new(values)).expect("every key indexes the dictionary"))
     }
 }
 
 impl ArrayBuilder for DictBuilder {
     fn len(&self) -> usize {
-        self.inner.len() + self.run
+        self.keys.len() + self.run
     }
     fn finish(&mut self) -> ArrayRef {
         self.flush();
-        Arc::new(self.inner.finish())
+        let keys = self.keys.finish();
+        let array = self.array(keys);
+        // Keys restart with the next batch, and so does everything that maps values to them.
+        self.values.clear();
+        self.lookup.clear();
+        self.shared.clear();
+        self.run_key = None;
+        array
     }
     fn finish_cloned(&self) -> ArrayRef {
-        let done = self.inner.finish_cloned();
-        if self.run == 0 {
-            return Arc::new(done);
+        let mut keys = self.keys.finish_cloned();
+        if self.run > 0 {
+            let mut pending = PrimitiveBuilder::<Int32Type>::with_capacity(keys.len() + self.run);
+            pending.extend(keys.iter());
+            match self.run_key {
+                None => pending.append_nulls(self.run),
+                Some(key) => pending.append_value_n(key, self.run),
+            }
+            keys = pending.finish();
         }
-        // Replaying the finished values in order gives the same keys, then the pending run goes on top.
-        let mut copy = DictBuilder::default();
-        let values = done.downcast_dict::<arrow::array::StringArray>().expect("string values");
-        values.into_iter().for_each(|v| copy.push(v));
-        copy.run_from(self);
-        copy.finish()
+        self.array(keys)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -194,14 +267,6 @@ impl ArrayBuilder for DictBuilder {
     }
     fn into_box_any(self: Box<Self>) -> Box<dyn std::any::Any> {
         self
-    }
-}
-
-impl DictBuilder {
-    /// Appends `other`'s pending run.
-    fn run_from(&mut self, other: &DictBuilder) {
-        let value = (!other.null).then_some(other.value.as_str());
-        (0..other.run).for_each(|_| self.push(value));
     }
 }
 
@@ -383,7 +448,70 @@ impl ColumnKind for U64List {
 
 #[cfg(test)]
 mod tests {
+    use arrow::array::StringDictionaryBuilder;
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// How a cell is appended: as null, as text, or as one of a few shared values (two of them with equal text at
+    /// different addresses).
+    #[derive(Debug, Clone)]
+    enum Cell {
+        Null,
+        Text(u8),
+        Shared(usize),
+    }
+
+    fn cell() -> impl Strategy<Value = Cell> {
+        prop_oneof![Just(Cell::Null), (0u8..5).prop_map(Cell::Text), (0usize..20).prop_map(Cell::Shared)]
+    }
+
+    proptest! {
+        /// Whatever the mix of nulls, runs, text and shared values (more shared values than the builder
+        /// remembers by address), the builder gives the array `StringDictionaryBuilder` gives when fed one cell at a
+        /// time: after `finish_cloned` mid-way, at `finish`, and again for the next batch.
+        #[test]
+        fn dictionaries_are_what_one_cell_at_a_time_gives(
+            batches in proptest::collection::vec(proptest::collection::vec(cell(), 0..60), 1..4),
+            cut in any::<usize>(),
+        ) {
+            // Twenty shared values over eight texts: equal text at different addresses, and more addresses than the
+            // builder remembers (`SHARED_VALUES`).
+            let pool: Vec<Arc<str>> = (0..20).map(|i| Arc::from(format!("v{}", i % 8))).collect();
+            let text = |c: &Cell| -> Option<String> {
+                match c {
+                    Cell::Null => None,
+                    Cell::Text(t) => Some(format!("v{t}")),
+                    Cell::Shared(i) => Some(pool[*i].to_string()),
+                }
+            };
+            let mut builder = Dict::<Arc<str>>::builder(4);
+            for cells in &batches {
+                let mut plain = StringDictionaryBuilder::<Int32Type>::new();
+                let cut = cut % (cells.len() + 1);
+                for (i, c) in cells.iter().enumerate() {
+                    if i == cut {
+                        let mut so_far = StringDictionaryBuilder::<Int32Type>::new();
+                        cells[..i].iter().for_each(|c| so_far.append_option(text(c)));
+                        let expected: ArrayRef = Arc::new(so_far.finish());
+                        prop_assert_eq!(&builder.finish_cloned(), &expected);
+                    }
+                    plain.append_option(text(c));
+                    match c {
+                        Cell::Null => Dict::<Arc<str>>::append(&mut builder, None),
+                        Cell::Text(_) => builder.push(text(c).as_deref()),
+                        Cell::Shared(i) => Dict::<Arc<str>>::append(&mut builder, Some(&pool[*i])),
+                    }
+                }
+                prop_assert_eq!(builder.len(), cells.len());
+                let expected: ArrayRef = Arc::new(plain.finish());
+                let got = builder.finish();
+                prop_assert_eq!(&got, &expected);
+                // The same keys and dictionary, not only the same values.
+                prop_assert_eq!(got.to_data(), expected.to_data());
+            }
+        }
+    }
 
     #[test]
     fn runs_give_the_keys_and_dictionary_of_one_value_at_a_time() {
