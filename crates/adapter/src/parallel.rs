@@ -49,6 +49,25 @@ where
     T: Send,
     E: From<io::Error>,
 {
+    let mut fold = fold;
+    map_lines_ahead(lines, prepare, |number, bytes, value, _: &[T]| fold(number, bytes, value))
+}
+
+/// [`map_lines`] whose `fold` also sees the values prepared for the lines after the one at hand, as far as they are
+/// ready: the rest of the chunk, empty on one thread. For a fold whose state is too large for the cache (a table
+/// of 100,000 sessions), reading ahead where the next lines will look lets their cache misses overlap instead of
+/// coming one after another. `fold` must not let those values change what it writes: they are a hint, and which
+/// of them it is shown depends on the thread count and the chunks.
+pub fn map_lines_ahead<R, T, E>(
+    lines: &mut LineReader<R>,
+    prepare: impl Fn(&[u8]) -> T + Sync,
+    fold: impl FnMut(u64, &[u8], T, &[T]) -> Result<(), E>,
+) -> Result<(), E>
+where
+    R: BufRead,
+    T: Send,
+    E: From<io::Error>,
+{
     let threads = rayon::current_num_threads();
     map_lines_with(lines, threads, (BATCH_BYTES / (2 * threads)).clamp(16 << 10, CHUNK_BYTES), prepare, fold)
 }
@@ -92,7 +111,7 @@ pub(crate) fn map_lines_with<R, T, E>(
     threads: usize,
     chunk_bytes: usize,
     prepare: impl Fn(&[u8]) -> T + Sync,
-    mut fold: impl FnMut(u64, &[u8], T) -> Result<(), E>,
+    mut fold: impl FnMut(u64, &[u8], T, &[T]) -> Result<(), E>,
 ) -> Result<(), E>
 where
     R: BufRead,
@@ -102,7 +121,7 @@ where
     if threads <= 1 {
         while let Some((number, bytes)) = lines.next_bytes()? {
             let prepared = prepare(bytes);
-            fold(number, bytes, prepared)?;
+            fold(number, bytes, prepared, &[])?;
         }
         return Ok(());
     }
@@ -159,11 +178,20 @@ impl<T> Chunk<T> {
         }
     }
 
-    fn fold<E>(&mut self, fold: &mut impl FnMut(u64, &[u8], T) -> Result<(), E>) -> Result<(), E> {
+    fn fold<E>(&mut self, fold: &mut impl FnMut(u64, &[u8], T, &[T]) -> Result<(), E>) -> Result<(), E> {
         // Drained rather than consumed, so the vector's allocation serves the chunk's next use.
         let mut prepared = std::mem::take(&mut self.prepared);
-        let result =
-            prepared.drain(..).enumerate().try_for_each(|(i, value)| fold(self.first + i as u64, self.line(i), value));
+        let mut values = prepared.drain(..);
+        let mut result = Ok(());
+        let mut i = 0;
+        while let Some(value) = values.next() {
+            result = fold(self.first + i as u64, self.line(i), value, values.as_slice());
+            if result.is_err() {
+                break;
+            }
+            i += 1;
+        }
+        drop(values);
         self.prepared = prepared;
         result
     }
@@ -222,11 +250,29 @@ mod tests {
             let mut lines = LineReader::with_limit(input, 40);
             let mut seen = Vec::new();
             let prepare = |bytes: &[u8]| bytes.iter().filter(|b| **b == b'a').count();
-            map_lines_with(&mut lines, threads, chunk_bytes, prepare, |number, bytes, prepared| {
+            let mut ahead = Vec::new();
+            map_lines_with(&mut lines, threads, chunk_bytes, prepare, |number, bytes, prepared, upcoming: &[usize]| {
                 seen.push((number, bytes.to_vec(), prepared));
+                ahead.push(upcoming.to_vec());
                 Ok::<_, io::Error>(())
             })
             .unwrap();
+            // What the fold is shown ahead is what the next lines were prepared as, and on several threads the
+            // rest of a chunk: empty only at a chunk's last line (every chunk here has at least one line).
+            let mut ends = 0;
+            for (i, upcoming) in ahead.iter().enumerate() {
+                let next: Vec<usize> = seen[i + 1..].iter().take(upcoming.len()).map(|s| s.2).collect();
+                assert_eq!(upcoming, &next, "line {}", i + 1);
+                if i > 0 && !ahead[i - 1].is_empty() {
+                    assert_eq!(upcoming.len() + 1, ahead[i - 1].len(), "line {}", i + 1);
+                }
+                ends += usize::from(upcoming.is_empty());
+            }
+            if threads == 1 {
+                assert_eq!(ends, seen.len());
+            } else {
+                assert!(ends < seen.len() || chunk_bytes == 1, "threads {threads}, chunks of {chunk_bytes}");
+            }
             (seen, lines.lines_read())
         })
     }
@@ -319,7 +365,7 @@ mod tests {
                 2,
                 1,
                 |_| (),
-                |number, bytes, ()| {
+                |number, bytes, (), _: &[()]| {
                     markers.push((number, std::ptr::eq(bytes, OVERLONG), bytes.len()));
                     Ok::<_, io::Error>(())
                 },
@@ -342,7 +388,7 @@ mod tests {
                 2,
                 4,
                 |_| (),
-                |number, _, ()| {
+                |number, _, (), _: &[()]| {
                     folded += 1;
                     if number == 17 { Err(io::Error::other("stop")) } else { Ok(()) }
                 },

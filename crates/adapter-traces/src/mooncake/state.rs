@@ -127,6 +127,16 @@ impl Sessions {
         (session, evicted)
     }
 
+    /// Whether `key` is open, read as [`Sessions::get`] reads it, and the slots of the next `n` sessions to forget
+    /// when the table is full: a hint for the cache (see [`Parser::look_ahead`](super::Parser)), which changes nothing.
+    pub(super) fn look_ahead(&self, keys: impl Iterator<Item = Key>, n: usize) -> usize {
+        let mut found = keys.filter(|key| self.map.contains_key(key)).count();
+        if self.map.len() >= self.cap {
+            found += self.uses.iter().take(n).filter(|(key, _)| self.map.contains_key(key)).count();
+        }
+        found
+    }
+
     fn forget_least_recent(&mut self) {
         while let Some((key, tick)) = self.uses.pop_front() {
             if let Entry::Occupied(entry) = self.map.entry(key)
@@ -182,6 +192,16 @@ impl Requests {
         }
         self.map.insert(key, timing);
         self.order.push_back(key);
+    }
+
+    /// [`Sessions::look_ahead`] for the request table: `keys` as [`Requests::insert`] reads them, and the next `n`
+    /// requests it will forget.
+    pub(super) fn look_ahead(&self, keys: impl Iterator<Item = Key>, n: usize) -> usize {
+        let mut found = keys.filter(|key| self.map.contains_key(key)).count();
+        if self.map.len() >= self.cap {
+            found += self.order.iter().take(n).filter(|key| self.map.contains_key(key)).count();
+        }
+        found
     }
 
     pub(super) fn get(&self, key: Key) -> Option<Timing> {
@@ -274,6 +294,16 @@ mod tests {
                 for probe in 0..12 {
                     prop_assert_eq!(requests.get(key(probe)), fifo.peek(&key(probe)).copied());
                 }
+                // Looking ahead reads the keys' slots and, once a table is full, those of the next to forget:
+                // for requests the oldest `n`, every one present; for sessions the first `n` uses queued, of
+                // which the live ones are present.
+                let probes = || (0..12).map(key);
+                let open = probes().filter(|k| model.contains(k)).count();
+                let full = model.len() >= cap;
+                let live = sessions.uses.iter().take(3).filter(|(k, _)| model.contains(k)).count();
+                prop_assert_eq!(sessions.look_ahead(probes(), 3), open + if full { live } else { 0 });
+                let known = probes().filter(|k| fifo.contains(k)).count();
+                prop_assert_eq!(requests.look_ahead(probes(), 3), known + if fifo.len() >= cap { cap.min(3) } else { 0 });
                 prop_assert_eq!(requests.order.len(), requests.map.len());
             }
             for probe in 0..12 {
