@@ -42,14 +42,13 @@ pub const BATCH_BYTES: usize = 4 << 20;
 pub fn map_lines<R, T, E>(
     lines: &mut LineReader<R>,
     prepare: impl Fn(&[u8]) -> T + Sync,
-    fold: impl FnMut(u64, &[u8], T) -> Result<(), E>,
+    mut fold: impl FnMut(u64, &[u8], T) -> Result<(), E>,
 ) -> Result<(), E>
 where
     R: BufRead,
     T: Send,
     E: From<io::Error>,
 {
-    let mut fold = fold;
     map_lines_ahead(lines, prepare, |number, bytes, value, _: &[T]| fold(number, bytes, value))
 }
 

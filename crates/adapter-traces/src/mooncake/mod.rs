@@ -370,7 +370,6 @@ impl<'c> Parser<'c> {
         }
     }
 
-    /// One record, as [`prepare`] made it.
     /// Reads, all at once, the slots of the session and request tables that the next [`LOOK_AHEAD`] records will
     /// look up or forget. With 100,000 entries each the tables are larger than the cache, and every lookup misses
     /// it twice (the control bytes, then the entry); one after another, those misses were a third of the fold's
@@ -383,6 +382,7 @@ impl<'c> Parser<'c> {
         std::hint::black_box(found);
     }
 
+    /// One record, as [`prepare`] made it.
     fn record(&mut self, line: u64, record: Prepared, sink: &mut dyn Sink) -> Result<(), DatasetError> {
         let variant = match self.variant {
             Some(variant) => variant,
