@@ -74,6 +74,62 @@ fn data_parallel_ranks_stay_apart_and_milliseconds_count() {
     assert_eq!(report.year, None, "dated envelopes need no assumption");
 }
 
+/// The fold reuses one sample row per instance (at most 64 kept) and copies short rank tags: every sample still
+/// carries its own line's instance, time, line and values, for tags of any length and any number of instances.
+#[test]
+fn every_sample_keeps_its_own_instance_time_and_line() {
+    let decode = |ranks: &str, second: u32, running: u32| {
+        format!(
+            "[2026-04-05 09:00:{second:02}.000{ranks}] Decode batch, #running-req: {running}, #token: 10, token usage: 0.50, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0\n"
+        )
+    };
+    // 70 data-parallel ranks, then the first again, tags longer than the copy (32 bytes), none, and a line
+    // re-logged by a parent logger (the envelope found past a prefix).
+    let long = " DP1 TP3 EP2 PP1 ATTN_CP0 MOE_DP1";
+    let mut log: String = (0..70).map(|i| decode(&format!(" DP{i} TP0"), 0, i)).collect();
+    log += &decode(" DP0 TP0", 1, 100);
+    log += &decode(long, 2, 101);
+    log += &decode("", 3, 102);
+    log += &format!("2025-03-08 02:04:48,693 - __main__ - INFO - {}", decode(" TP7", 4, 103));
+    log += &decode(long, 5, 104);
+    log += &decode(" DP69 TP0", 6, 105);
+    let (sink, _) = parse(&log, ParseOptions::default(), None);
+    assert_eq!(sink.diagnostics, []);
+    let at = |second: u32| utc(2026, 4, 5, 9, 0, second);
+    let mut expected: Vec<(Option<String>, f64, i64, u64)> =
+        (0..70u32).map(|i| (Some(format!("DP{i} TP0")), f64::from(i), at(0), u64::from(i) + 1)).collect();
+    let long = Some(long.trim().to_owned());
+    expected.extend([
+        (Some("DP0 TP0".to_owned()), 100.0, at(1), 71),
+        (long.clone(), 101.0, at(2), 72),
+        (None, 102.0, at(3), 73),
+        (Some("TP7".to_owned()), 103.0, at(4), 74),
+        (long, 104.0, at(5), 75),
+        (Some("DP69 TP0".to_owned()), 105.0, at(6), 76),
+    ]);
+    let running: Vec<_> = sink
+        .samples
+        .iter()
+        .filter(|s| &*s.metric == metrics::REQUESTS_RUNNING)
+        .map(|s| (s.instance.as_deref().map(str::to_owned), s.value, s.time, s.source_line.unwrap()))
+        .collect();
+    assert_eq!(running, expected);
+    // Five samples a line (`cuda graph` is not kept), each with its line's own values in the order written.
+    assert_eq!(sink.samples.len(), 76 * 5);
+    let line_72: Vec<_> =
+        sink.samples.iter().filter(|s| s.source_line == Some(72)).map(|s| (&*s.metric, s.value)).collect();
+    assert_eq!(
+        line_72,
+        [
+            (metrics::REQUESTS_RUNNING, 101.0),
+            (metrics::KV_CACHE_TOKENS, 10.0),
+            (metrics::KV_CACHE_USAGE, 0.5),
+            (metrics::GENERATION_THROUGHPUT_TPS, 1.0),
+            (metrics::REQUESTS_WAITING, 0.0),
+        ]
+    );
+}
+
 #[test]
 fn time_only_envelopes_take_the_file_date_and_cross_midnight() {
     let log = "[23:59:58 TP0] Decode batch. #running-req: 1, #token: 1, token usage: 0.00, gen throughput (token/s): 1.00, #queue-req: 0\n\

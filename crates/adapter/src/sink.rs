@@ -13,11 +13,13 @@ pub trait Sink {
     /// One engine sample.
     fn sample(&mut self, row: EngineSample) -> Result<(), DatasetError>;
     /// Samples of one instant and place, in order: `row` once per `(metric, value)` of `values`, with those two
-    /// columns replaced (so `row`'s own metric and value are the first pair's, or anything).
+    /// columns replaced (so `row`'s own metric and value are the first pair's, or anything, and the sink may
+    /// change them). Metric names are a parser's static names, so a sink can find what it keeps for each by
+    /// address.
     ///
     /// A log line holds several. A sink that writes rows as they come reads `row` in place instead of receiving a
     /// row, with its four shared strings, per sample; the default passes each on to [`sample`](Self::sample).
-    fn samples(&mut self, row: &EngineSample, values: &[(&str, f64)]) -> Result<(), DatasetError> {
+    fn samples(&mut self, row: &mut EngineSample, values: &[(&'static str, f64)]) -> Result<(), DatasetError> {
         for &(metric, value) in values {
             self.sample(EngineSample { metric: metric.into(), value, ..row.clone() })?;
         }

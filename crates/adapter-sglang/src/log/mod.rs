@@ -19,6 +19,7 @@ mod time_stats;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::BufRead;
+use std::ops::Range;
 use std::sync::Arc;
 
 use ahash::{HashMap, HashSet};
@@ -100,21 +101,17 @@ impl Adapter for SglangLog {
         let mut http: BTreeMap<String, u64> = BTreeMap::new();
         let mut shared = SharedText::default();
         let (source, source_file) = (shared.get(Self::ID), shared.get(ctx.source_file));
+        let mut rows: Vec<EngineSample> = Vec::new();
         map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { return Ok(()) };
-            let Some((record, message)) = message_of(line) else {
-                if !line.trim_ascii().is_empty() {
-                    sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not an SGLang log record"));
-                }
+            // `prepare` read this line on the pool; a line it could not read is read again here, to report why.
+            let Some(Prepared { stamp, message }) = prepared.or_else(|| prepare_reported(line_no, bytes, sink)) else {
                 return Ok(());
             };
-            let (time, instance) = match &record {
-                Some(record) => (clock.instant(record, line_no, sink), Some(record.ranks)),
+            let (time, instance) = match &stamp {
+                Some(stamp) => (clock.instant(stamp, line_no, sink), Some(stamp.ranks(bytes))),
                 None => (None, None),
             };
-            // `prepare` classified this very message; a line it could not read (the fold's `utf8_line` has already
-            // reported it) never gets here.
-            match prepared.unwrap_or_else(|| classify(message)) {
+            match message {
                 Message::Request(request) => {
                     // Bare JSON request logs carry their own local `timestamp` (datetime.now().isoformat()).
                     let logged_at = |facts: &RequestFacts| {
@@ -175,16 +172,29 @@ impl Adapter for SglangLog {
                         return Ok(());
                     };
                     if let Some(&(metric, value)) = batch.values.first() {
-                        let row = EngineSample {
-                            time,
-                            source: Arc::clone(&source),
-                            instance: instance.filter(|r| !r.is_empty()).map(|r| shared.get(r)),
-                            metric: shared.get(metric),
-                            value,
-                            source_file: Some(Arc::clone(&source_file)),
-                            source_line: Some(line_no),
+                        // The row of this instance's last line, its time and line changed: no reference count is
+                        // taken or dropped for a line.
+                        let instance = instance.filter(|r| !r.is_empty());
+                        let row = match rows.iter().position(|row| row.instance.as_deref() == instance) {
+                            Some(at) => &mut rows[at],
+                            None => {
+                                if rows.len() == MAX_INSTANCE_ROWS {
+                                    rows.pop();
+                                }
+                                rows.push(EngineSample {
+                                    time,
+                                    source: Arc::clone(&source),
+                                    instance: instance.map(|r| shared.get(r)),
+                                    metric: shared.get(metric),
+                                    value,
+                                    source_file: Some(Arc::clone(&source_file)),
+                                    source_line: Some(line_no),
+                                });
+                                rows.last_mut().expect("just pushed")
+                            }
                         };
-                        sink.samples(&row, &batch.values)?;
+                        (row.time, row.value, row.source_line) = (time, value, Some(line_no));
+                        sink.samples(row, &batch.values)?;
                     }
                 }
                 Message::Other => {}
@@ -276,11 +286,83 @@ fn classify(message: &str) -> Message {
     }
 }
 
-/// The pure part of reading a line, done by [`map_lines`] on any thread: its message classified. `None` for a line
-/// that is not UTF-8 or no record, which the fold reports.
-fn prepare(bytes: &[u8]) -> Option<Message> {
-    let (_, message) = message_of(infertrace_adapter::utf8(bytes)?)?;
-    Some(classify(message))
+/// What the fold needs of a record's envelope: its time and its rank tags.
+struct Stamp {
+    date: Option<(i32, u32, u32)>,
+    hms: (u32, u32, u32),
+    millis: Option<u32>,
+    ranks: Ranks,
+}
+
+/// Rank tags longer than this are found again in the line rather than copied.
+const INLINE_RANKS: usize = 30;
+
+/// A record's rank tags, copied when short (`DP0 TP0`): the fold then reads the values prepared for its lines
+/// one after another and never the lines themselves, which the other core read last (a cache miss per line).
+enum Ranks {
+    Copied {
+        len: u8,
+        bytes: [u8; INLINE_RANKS],
+    },
+    /// Byte range in the line.
+    InLine(Range<usize>),
+}
+
+impl Stamp {
+    fn of(line: &str, record: &envelope::Record<'_>) -> Self {
+        let tags = record.ranks.as_bytes();
+        let ranks = match u8::try_from(tags.len()) {
+            Ok(len) if tags.len() <= INLINE_RANKS => {
+                let mut bytes = [0; INLINE_RANKS];
+                bytes[..tags.len()].copy_from_slice(tags);
+                Ranks::Copied { len, bytes }
+            }
+            _ => {
+                // `ranks` is a slice of `line`: its offset is the distance between the two.
+                let start = (tags.as_ptr() as usize).wrapping_sub(line.as_ptr() as usize).min(line.len());
+                Ranks::InLine(start..(start + tags.len()).min(line.len()))
+            }
+        };
+        Self { date: record.date, hms: record.hms, millis: record.millis, ranks }
+    }
+
+    /// The rank tags, from the copy or from the line they were read in (UTF-8 text cut at character boundaries,
+    /// so the conversion cannot fail).
+    fn ranks<'a>(&'a self, line: &'a [u8]) -> &'a str {
+        let tags = match &self.ranks {
+            Ranks::Copied { len, bytes } => bytes.get(..usize::from(*len)),
+            Ranks::InLine(range) => line.get(range.clone()),
+        };
+        tags.and_then(|tags| std::str::from_utf8(tags).ok()).unwrap_or_default()
+    }
+}
+
+/// A record read by [`prepare`]: its envelope (when it has one) and what its message says.
+struct Prepared {
+    stamp: Option<Stamp>,
+    message: Message,
+}
+
+/// The pure part of reading a line, done by [`map_lines`] on any thread: its envelope read and its message
+/// classified, so that the fold never reads the line's text again. `None` for a line that is not UTF-8 or no
+/// record, which the fold reads again to report ([`prepare_reported`]).
+fn prepare(bytes: &[u8]) -> Option<Prepared> {
+    prepare_line(infertrace_adapter::utf8(bytes)?)
+}
+
+fn prepare_line(line: &str) -> Option<Prepared> {
+    let (record, message) = message_of(line)?;
+    Some(Prepared { stamp: record.map(|r| Stamp::of(line, &r)), message: classify(message) })
+}
+
+/// [`prepare`] for a line it gave nothing for, reporting why: not UTF-8 (or too long), or not a record.
+fn prepare_reported(line_no: u64, bytes: &[u8], sink: &mut dyn Sink) -> Option<Prepared> {
+    let line = utf8_line(line_no, bytes, sink)?;
+    let prepared = prepare_line(line);
+    if prepared.is_none() && !line.trim_ascii().is_empty() {
+        sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not an SGLang log record"));
+    }
+    prepared
 }
 
 static ACCESS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -290,9 +372,16 @@ static ACCESS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
 
 /// `METHOD path status` of a uvicorn access line (the query string dropped: it can carry request content).
 fn access(message: &str) -> Option<String> {
+    // The pattern's own anchor, checked before the regex engine is set up for every batch line.
+    if !message.starts_with("INFO:") {
+        return None;
+    }
     let c = ACCESS.captures(message)?;
     Some(format!("{} {} {}", &c["method"], &c["path"], &c["status"]))
 }
+
+/// Sample rows kept for reuse, one per instance (rank tags) seen last; past it the latest is replaced.
+const MAX_INSTANCE_ROWS: usize = 64;
 
 /// At most this many received-but-unfinished requests are held; past it the oldest is written early.
 const MAX_OPEN_REQUESTS: usize = 100_000;
@@ -554,7 +643,7 @@ impl Clock {
         Self { offset: ctx.options.utc_offset, date: None, last_seconds: 0, assumed: None, fallback_date }
     }
 
-    fn instant(&mut self, record: &envelope::Record<'_>, line: u64, sink: &mut dyn Sink) -> Option<i64> {
+    fn instant(&mut self, record: &Stamp, line: u64, sink: &mut dyn Sink) -> Option<i64> {
         let (h, m, s) = record.hms;
         let (y, mo, d) = match record.date {
             Some(date) => date,
