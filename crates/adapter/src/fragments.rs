@@ -391,46 +391,89 @@ fn py_string(input: &str) -> IResult<&str, Cow<'_, str>> {
 /// each pair split at the first `separator` (`=` or `:`), both sides trimmed. Items without the separator are
 /// returned with an empty key, so nothing is silently dropped.
 pub fn pairs(text: &str, separator: char) -> Vec<(&str, &str)> {
-    split_top_level(text)
-        .into_iter()
-        .filter(|item| !item.trim().is_empty())
-        .map(|item| match item.split_once(separator) {
-            Some((k, v)) => (k.trim(), v.trim()),
-            None => ("", item.trim()),
-        })
-        .collect()
+    let mut out = Vec::new();
+    for_each_pair(text, separator, |key, value| out.push((key, value)));
+    out
 }
 
-/// `text` split at commas outside brackets and quotes.
-fn split_top_level(text: &str) -> Vec<&str> {
-    let mut items = Vec::new();
-    let (mut depth, mut quote, mut escaped, mut start) = (0usize, None::<u8>, false, 0);
-    // Bytes rather than characters: every delimiter is ASCII, and no byte of a multi-byte character is.
-    for (i, &c) in text.as_bytes().iter().enumerate() {
-        match quote {
-            Some(q) => {
-                if escaped {
-                    escaped = false;
-                } else if c == b'\\' {
-                    escaped = true;
-                } else if c == q {
-                    quote = None;
+/// [`pairs`] handed to `each` one by one, in order, without collecting them.
+pub fn for_each_pair<'a>(text: &'a str, separator: char, mut each: impl FnMut(&'a str, &'a str)) {
+    split_top_level(text, |item| {
+        let trimmed = trim(item);
+        if trimmed.is_empty() {
+            return;
+        }
+        match item.split_once(separator) {
+            Some((key, value)) => each(trim(key), trim(value)),
+            None => each("", trimmed),
+        }
+    });
+}
+
+/// `str::trim`, without decoding characters when both ends are plain ASCII (every `key: value` of a log line).
+fn trim(text: &str) -> &str {
+    let ascii = text.trim_ascii();
+    // `trim_ascii` removes only whitespace `trim` removes; what it leaves needs no more trimming when it is empty
+    // or starts and ends with ASCII that is not whitespace (`trim` also removes the vertical tab, and non-ASCII
+    // spaces).
+    let plain = |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii() && !char::from(b).is_whitespace());
+    if ascii.is_empty() || (plain(ascii.as_bytes().first()) && plain(ascii.as_bytes().last())) {
+        ascii
+    } else {
+        text.trim()
+    }
+}
+
+/// What a byte is to [`split_top_level`].
+const PLAIN: u8 = 0;
+const COMMA: u8 = 1;
+const QUOTE: u8 = 2;
+const OPEN: u8 = 3;
+const CLOSE: u8 = 4;
+
+/// [`split_top_level`]'s class of every byte.
+static BYTE_CLASS: [u8; 256] = {
+    let mut class = [PLAIN; 256];
+    class[b',' as usize] = COMMA;
+    class[b'\'' as usize] = QUOTE;
+    class[b'"' as usize] = QUOTE;
+    class[b'(' as usize] = OPEN;
+    class[b'[' as usize] = OPEN;
+    class[b'{' as usize] = OPEN;
+    class[b')' as usize] = CLOSE;
+    class[b']' as usize] = CLOSE;
+    class[b'}' as usize] = CLOSE;
+    class
+};
+
+/// `text` split at commas outside brackets and quotes, each part handed to `each` in order (the last one after the
+/// last comma too, so there is always at least one). Bytes rather than characters: every delimiter is ASCII, and
+/// no byte of a multi-byte character is; bytes that are no delimiter are skipped by a table lookup each.
+fn split_top_level<'a>(text: &'a str, mut each: impl FnMut(&'a str)) {
+    let bytes = text.as_bytes();
+    let (mut depth, mut start, mut i) = (0usize, 0, 0);
+    while i < bytes.len() {
+        match BYTE_CLASS[usize::from(bytes[i])] {
+            PLAIN => {}
+            COMMA if depth == 0 => {
+                each(&text[start..i]);
+                start = i + 1;
+            }
+            COMMA => {}
+            OPEN => depth += 1,
+            CLOSE => depth = depth.saturating_sub(1),
+            _ => {
+                // A quoted string: to its closing quote, a backslash escaping the byte after it.
+                let quote = bytes[i];
+                i += 1;
+                while i < bytes.len() && bytes[i] != quote {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
                 }
             }
-            None => match c {
-                b'\'' | b'"' => quote = Some(c),
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-                b',' if depth == 0 => {
-                    items.push(&text[start..i]);
-                    start = i + 1;
-                }
-                _ => {}
-            },
         }
+        i += 1;
     }
-    items.push(&text[start..]);
-    items
+    each(&text[start..]);
 }
 
 /// Parses `key=value` pairs whose values are Python reprs (the arguments of a dataclass repr without its name).
@@ -492,7 +535,86 @@ mod tests {
         }
     }
 
+    /// The splitter [`pairs`] replaced, a character state machine kept as the reference.
+    fn pairs_reference(text: &str, separator: char) -> Vec<(&str, &str)> {
+        let mut items = Vec::new();
+        let (mut depth, mut quote, mut escaped, mut start) = (0usize, None::<u8>, false, 0);
+        for (i, &c) in text.as_bytes().iter().enumerate() {
+            match quote {
+                Some(q) => {
+                    if escaped {
+                        escaped = false;
+                    } else if c == b'\\' {
+                        escaped = true;
+                    } else if c == q {
+                        quote = None;
+                    }
+                }
+                None => match c {
+                    b'\'' | b'"' => quote = Some(c),
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                    b',' if depth == 0 => {
+                        items.push(&text[start..i]);
+                        start = i + 1;
+                    }
+                    _ => {}
+                },
+            }
+        }
+        items.push(&text[start..]);
+        items
+            .into_iter()
+            .filter(|item| !item.trim().is_empty())
+            .map(|item| match item.split_once(separator) {
+                Some((k, v)) => (k.trim(), v.trim()),
+                None => ("", item.trim()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pairs_agree_with_the_reference_on_edge_cases() {
+        let cases = [
+            "",
+            ",",
+            " , ,",
+            "a: 1, b: 2,",
+            "gen throughput (token/s): 1.5, #queue-req: 0",
+            "a='x\\', y', b=2",
+            "a='unterminated, b=2",
+            "a=\"q\\\"\", b=[1, (2, 3)], c={'k': 'v, w'}",
+            "a=1)), b=2",
+            "\u{b}a: 1\u{b}, \u{2003}b\u{2003}: \u{85}2\u{85}, c:\u{a0}",
+            "k: v\\",
+        ];
+        for case in cases {
+            for separator in [':', '='] {
+                assert_eq!(pairs(case, separator), pairs_reference(case, separator), "{case:?}");
+            }
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn pairs_agree_with_the_reference(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("[a-z #()\\[\\]{},:=.'\"\\\\-]{0,12}").unwrap(),
+                    proptest::string::string_regex("[\\PC\\s\\u{b}\\u{85}\\u{a0}\\u{2003}]{0,6}").unwrap(),
+                ],
+                0..12,
+            ),
+            separator in proptest::prop_oneof![proptest::strategy::Just(':'), proptest::strategy::Just('=')],
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(pairs(&text, separator), pairs_reference(&text, separator));
+        }
+
+        #[test]
+        fn trim_agrees_with_str_trim(text in "[\\PC\\s\\u{b}\\u{85}\\u{a0}\\u{2003}a ]{0,16}") {
+            proptest::prop_assert_eq!(trim(&text), text.trim());
+        }
         #[test]
         fn int_list_agrees_with_py_value(ids in proptest::collection::vec(proptest::num::u64::ANY, 0..40),
                                          shift in 0u32..64, sep in "(, |,|,\\n  )") {

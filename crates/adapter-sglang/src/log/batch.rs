@@ -13,7 +13,8 @@
 
 use std::sync::LazyLock;
 
-use infertrace_adapter::fragments::pairs;
+use ahash::HashMap;
+use infertrace_adapter::fragments::for_each_pair;
 use infertrace_schema::metrics;
 use regex::Regex;
 
@@ -78,6 +79,15 @@ const FIELDS: &[(&str, Option<&str>, Unit)] = &[
     ("est. read BW (GB/s per GPU)", None, Unit::Plain),
     ("est. write BW (GB/s per GPU)", None, Unit::Plain),
 ];
+
+/// [`FIELDS`] by key (the first entry of a key, as a search of the table finds).
+static FIELD_INDEX: LazyLock<HashMap<&'static str, (Option<&'static str>, Unit)>> = LazyLock::new(|| {
+    let mut index = HashMap::default();
+    for &(key, metric, unit) in FIELDS {
+        index.entry(key).or_insert((metric, unit));
+    }
+    index
+});
 
 /// Legacy (pre-0.3) keys.
 const LEGACY_FIELDS: &[(&str, &str, Unit)] = &[
@@ -150,27 +160,28 @@ pub(crate) fn parse(message: &str) -> Option<Batch<'_>> {
             None => return None,
         },
     };
-    let mut batch = Batch::default();
+    // Room for a line of any release without growing (0.5 prefill lines keep nine values).
+    let mut batch = Batch { values: Vec::with_capacity(16), ..Batch::default() };
     if let Some(running) = mixed {
         batch.values.push((metrics::REQUESTS_RUNNING, running));
     }
-    for (key, text) in pairs(rest, ':') {
+    for_each_pair(rest, ':', |key, text| {
         if key.is_empty() {
             // `swa=M` of the 0.4.9 SWA form is known; text without a key is a line cut short.
             if !text.contains('=') {
                 batch.unknown.push(text);
             }
-            continue;
+            return;
         }
-        match FIELDS.iter().find(|(k, _, _)| *k == key) {
-            Some((_, Some(metric), unit)) => match value(text, *unit) {
+        match FIELD_INDEX.get(key) {
+            Some(&(Some(metric), unit)) => match value(text, unit) {
                 Some(v) => batch.values.push((metric, v)),
                 None => batch.unreadable.push(key),
             },
-            Some((_, None, _)) => {}
+            Some((None, _)) => {}
             None => batch.unknown.push(key),
         }
-    }
+    });
     Some(batch)
 }
 
