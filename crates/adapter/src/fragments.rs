@@ -403,11 +403,22 @@ pub fn for_each_pair<'a>(text: &'a str, separator: char, mut each: impl FnMut(&'
         if trimmed.is_empty() {
             return;
         }
-        match item.split_once(separator) {
+        match split_once(item, separator) {
             Some((key, value)) => each(trim(key), trim(value)),
             None => each("", trimmed),
         }
     });
+}
+
+/// `text.split_once(separator)`, an ASCII separator found by a plain loop: an item is a few bytes, shorter than
+/// it takes to set up `memchr`.
+fn split_once(text: &str, separator: char) -> Option<(&str, &str)> {
+    if !separator.is_ascii() {
+        return text.split_once(separator);
+    }
+    // An ASCII byte is never part of a multi-byte character, so the cut is at character boundaries.
+    let at = text.bytes().position(|b| char::from(b) == separator)?;
+    Some((&text[..at], &text[at + 1..]))
 }
 
 /// `str::trim`, without decoding characters when both ends are plain ASCII (every `key: value` of a log line).
@@ -571,6 +582,15 @@ mod tests {
                 None => ("", item.trim()),
             })
             .collect()
+    }
+
+    #[test]
+    fn split_once_is_str_split_once() {
+        for (text, separator) in
+            [("a: b: c", ':'), ("no separator", ':'), (":", ':'), ("é=ü=", '='), ("aéb", 'é'), ("", '=')]
+        {
+            assert_eq!(split_once(text, separator), text.split_once(separator), "{text:?}");
+        }
     }
 
     #[test]

@@ -120,9 +120,33 @@ fn value(text: &str, unit: Unit) -> Option<f64> {
     // 0.4.9 SWA allocators print `full=N, swa=M`: the full pool is the main KV cache.
     let text = text.strip_prefix("full=").unwrap_or(text);
     match unit {
-        Unit::Plain => text.parse().ok(),
-        Unit::Percent => text.strip_suffix('%').unwrap_or(text).parse::<f64>().ok().map(|p| p / 100.0),
+        Unit::Plain => number(text),
+        Unit::Percent => number(text.strip_suffix('%').unwrap_or(text)).map(|p| p / 100.0),
     }
+}
+
+/// `text.parse::<f64>()`, with the common case read directly: at most 15 digits with an optional `.` among them
+/// (`4256`, `0.31`, `8171.12`). That number is its digits as an integer, exact in an `f64` below 2^53, divided by a
+/// power of ten, exact up to 10^22, and IEEE division rounds correctly: the value `parse` gives (Clinger's fast
+/// path, which `parse` also takes, after reading signs, exponents, `inf` and the rest).
+fn number(text: &str) -> Option<f64> {
+    const POWERS: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let (mut digits, mut fraction, mut point, mut value) = (0usize, 0usize, false, 0u64);
+    for &b in text.as_bytes() {
+        match b {
+            b'0'..=b'9' if digits < 15 => {
+                value = value * 10 + u64::from(b - b'0');
+                digits += 1;
+                fraction += usize::from(point);
+            }
+            b'.' if !point => point = true,
+            _ => return text.parse().ok(),
+        }
+    }
+    if digits == 0 {
+        return text.parse().ok();
+    }
+    Some(value as f64 / POWERS[fraction])
 }
 
 /// Parses a scheduler message if it is a batch line of any generation.
@@ -188,6 +212,45 @@ pub(crate) fn parse(message: &str) -> Option<Batch<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_what_parse_gives() {
+        for text in [
+            "0",
+            "4256",
+            "0.31",
+            "8171.12",
+            "5.",
+            ".5",
+            "00012.50",
+            "999999999999999",
+            "9999999999999999",
+            "0.000000000000001",
+            "123456789012345.",
+            "1.2.3",
+            ".",
+            "",
+            "-1",
+            "+2",
+            "1e3",
+            "inf",
+            "NaN",
+            "1_0",
+            "٣",
+            // Past 15 digits the digits as an integer are rounded before the division: these would round twice.
+            "6.4708321257442331",
+            "103.03515748823385",
+        ] {
+            assert_eq!(number(text).map(f64::to_bits), text.parse::<f64>().ok().map(f64::to_bits), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn numbers_agree_with_parse(text in "[0-9]{0,18}[.]?[0-9]{0,18}|[0-9.eE+-]{0,8}") {
+            proptest::prop_assert_eq!(number(&text).map(f64::to_bits), text.parse::<f64>().ok().map(f64::to_bits));
+        }
+    }
 
     fn values(message: &str) -> Vec<(&'static str, f64)> {
         let batch = parse(message).unwrap_or_else(|| panic!("not a batch line: {message}"));
