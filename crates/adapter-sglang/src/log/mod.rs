@@ -643,9 +643,9 @@ impl Clock {
         Self { offset: ctx.options.utc_offset, date: None, last_seconds: 0, assumed: None, fallback_date }
     }
 
-    fn instant(&mut self, record: &Stamp, line: u64, sink: &mut dyn Sink) -> Option<i64> {
-        let (h, m, s) = record.hms;
-        let (y, mo, d) = match record.date {
+    fn instant(&mut self, stamp: &Stamp, line: u64, sink: &mut dyn Sink) -> Option<i64> {
+        let (h, m, s) = stamp.hms;
+        let (y, mo, d) = match stamp.date {
             Some(date) => date,
             None => {
                 let seconds = h * 3600 + m * 60 + s;
@@ -671,9 +671,9 @@ impl Clock {
                 date
             }
         };
-        match civil_to_nanos(y, mo, d, record.hms, self.offset) {
+        match civil_to_nanos(y, mo, d, stamp.hms, self.offset) {
             // Within a second of the end of 2262 the milliseconds would overflow: such a time is out of range too.
-            Ok(ns) => ns.checked_add(i64::from(record.millis.unwrap_or(0)) * 1_000_000).or_else(|| {
+            Ok(ns) => ns.checked_add(i64::from(stamp.millis.unwrap_or(0)) * 1_000_000).or_else(|| {
                 sink.diagnostic(Diagnostic::new(line, DiagnosticKind::InvalidValue, "time out of range"));
                 None
             }),
