@@ -632,7 +632,13 @@ mod tests {
         }
 
         #[test]
-        fn trim_agrees_with_str_trim(text in "[\\PC\\s\\u{b}\\u{85}\\u{a0}\\u{2003}a ]{0,16}") {
+        fn trim_agrees_with_str_trim(
+            start in "[ \\t\\r\\n\\u{b}\\u{c}\\u{85}\\u{a0}\\u{2003}]{0,3}",
+            text in "[\\PC\\s\\u{b}\\u{85}\\u{a0}\\u{2003}a ]{0,16}",
+            end in "[ \\t\\r\\n\\u{b}\\u{c}\\u{85}\\u{a0}\\u{2003}]{0,3}",
+        ) {
+            // Whitespace of every kind at the ends, where `trim` works.
+            let text = format!("{start}{text}{end}");
             proptest::prop_assert_eq!(trim(&text), text.trim());
         }
         #[test]

@@ -126,9 +126,9 @@ fn value(text: &str, unit: Unit) -> Option<f64> {
 }
 
 /// `text.parse::<f64>()`, with the common case read directly: at most 15 digits with an optional `.` among them
-/// (`4256`, `0.31`, `8171.12`). That number is its digits as an integer, exact in an `f64` below 2^53, divided by a
-/// power of ten, exact up to 10^22, and IEEE division rounds correctly: the value `parse` gives (Clinger's fast
-/// path, which `parse` also takes, after reading signs, exponents, `inf` and the rest).
+/// (`4256`, `0.31`, `8171.12`). Its digits as an integer are exact in an `f64` (below 2^53), so is the power of ten
+/// (up to 10^22), and one IEEE division rounds correctly: the correctly rounded value, which is what `parse` gives.
+/// Anything else (signs, exponents, `inf`, more digits) goes to `parse`.
 fn number(text: &str) -> Option<f64> {
     const POWERS: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
     let (mut digits, mut fraction, mut point, mut value) = (0usize, 0usize, false, 0u64);

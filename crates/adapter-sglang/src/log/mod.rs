@@ -193,6 +193,8 @@ impl Adapter for SglangLog {
                                 rows.last_mut().expect("just pushed")
                             }
                         };
+                        // Its metric stays the first line's: `Sink::samples` writes each sample with the metric of
+                        // its pair, never the row's.
                         (row.time, row.value, row.source_line) = (time, value, Some(line_no));
                         sink.samples(row, &batch.values)?;
                     }

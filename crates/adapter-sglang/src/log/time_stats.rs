@@ -362,11 +362,38 @@ mod tests {
                 proptest::strategy::Just("Req Time Stats("),
                 proptest::strategy::Just("ReqTimeStats("),
             ],
-            args in "[a-z_ =,)0-9]{0,12}",
-            body in "(([a-zA-Z_#]{0,3}|queue_duration|start_time)[=( ]?-?[0-9]{0,3}([.][0-9]{0,4})?([eE][+-]?[0-9]{0,2})? ?(ms|GB/s|MB|M|G)?[,;:)= ]{0,2}){0,6}",
+            args in "[a-z_ =,0-9]{0,12}",
+            close in proptest::prop_oneof![
+                8 => proptest::strategy::Just("): "),
+                1 => proptest::strategy::Just(")"),
+                1 => proptest::strategy::Just("):"),
+                1 => proptest::strategy::Just(") x): "),
+                1 => proptest::strategy::Just(""),
+            ],
+            body in "(([a-zA-Z_#é]{0,3}|queue_duration|start_time)[=( \u{2003}]?-?[0-9٣]{0,3}([.][0-9]{0,4})?([eE][+-]?[0-9]{0,2})? ?(ms|GB/s|MB|M|G|µs)?[,;:)= \n]{0,2}){0,6}",
         ) {
-            let message = format!("{head}{args}{body}");
-            proptest::prop_assert_eq!(by_hand(&message), by_regex(&message));
+            // Mostly whole heads, so that the values are compared too; some cut short or with a `)` in the body.
+            let message = format!("{head}{args}{close}{body}");
+            let expected = by_regex(&message);
+            proptest::prop_assert_eq!(by_hand(&message), expected);
+        }
+
+        /// The pattern's values over bodies alone: mostly whole `key=number unit` tokens, glued or apart, among
+        /// bits of text that come close (a `#`, digits, a `(`, other scripts).
+        #[test]
+        fn values_agree_with_the_pattern(
+            body in "((#?[a-z_é]{1,3}|#|queue_duration|start_time)[=(]-?[0-9]{0,3}([.][0-9]{0,3})?([eE][+-]?[0-9]{0,2})?( ?(ms|GB/s|MB|M|µs))?[,; ]?|[a-z#٣(=. \u{2003}]{0,3}){0,8}",
+        ) {
+            let found: Vec<Value<'_>> = VALUE
+                .captures_iter(&body)
+                .map(|c| Value {
+                    key: c.name("k").map_or("", |m| m.as_str()),
+                    number: c.name("v").map_or("", |m| m.as_str()),
+                    frac: c.name("frac").map(|m| m.as_str()),
+                    unit: c.name("u").map(|m| m.as_str()),
+                })
+                .collect();
+            proptest::prop_assert_eq!(values(&body).collect::<Vec<_>>(), found);
         }
     }
 
