@@ -311,11 +311,9 @@ mod tests {
         assert_eq!(parse("Prefill batch. #new-seq: 1"), None);
     }
 
-    /// What [`LINE`] and [`VALUE`] find in `message`, for comparison with [`line_parts`] and [`values`].
-    fn by_regex(message: &str) -> Option<(&str, &str, Vec<Value<'_>>)> {
-        let caps = LINE.captures(message)?;
-        let (args, body) = (caps.name("args")?.as_str(), caps.name("body")?.as_str());
-        let found = VALUE
+    /// What [`VALUE`] finds in `body`, for comparison with [`values`].
+    fn values_by_regex(body: &str) -> Vec<Value<'_>> {
+        VALUE
             .captures_iter(body)
             .map(|c| Value {
                 key: c.name("k").map_or("", |m| m.as_str()),
@@ -323,8 +321,14 @@ mod tests {
                 frac: c.name("frac").map(|m| m.as_str()),
                 unit: c.name("u").map(|m| m.as_str()),
             })
-            .collect();
-        Some((args, body, found))
+            .collect()
+    }
+
+    /// What [`LINE`] and [`VALUE`] find in `message`, for comparison with [`line_parts`] and [`values`].
+    fn by_regex(message: &str) -> Option<(&str, &str, Vec<Value<'_>>)> {
+        let caps = LINE.captures(message)?;
+        let (args, body) = (caps.name("args")?.as_str(), caps.name("body")?.as_str());
+        Some((args, body, values_by_regex(body)))
     }
 
     fn by_hand(message: &str) -> Option<(&str, &str, Vec<Value<'_>>)> {
@@ -374,8 +378,7 @@ mod tests {
         ) {
             // Mostly whole heads, so that the values are compared too; some cut short or with a `)` in the body.
             let message = format!("{head}{args}{close}{body}");
-            let expected = by_regex(&message);
-            proptest::prop_assert_eq!(by_hand(&message), expected);
+            proptest::prop_assert_eq!(by_hand(&message), by_regex(&message));
         }
 
         /// The pattern's values over bodies alone: mostly whole `key=number unit` tokens, glued or apart, among
@@ -384,16 +387,7 @@ mod tests {
         fn values_agree_with_the_pattern(
             body in "((#?[a-z_é]{1,3}|#|queue_duration|start_time)[=(]-?[0-9]{0,3}([.][0-9]{0,3})?([eE][+-]?[0-9]{0,2})?( ?(ms|GB/s|MB|M|µs))?[,; ]?|[a-z#٣(=. \u{2003}]{0,3}){0,8}",
         ) {
-            let found: Vec<Value<'_>> = VALUE
-                .captures_iter(&body)
-                .map(|c| Value {
-                    key: c.name("k").map_or("", |m| m.as_str()),
-                    number: c.name("v").map_or("", |m| m.as_str()),
-                    frac: c.name("frac").map(|m| m.as_str()),
-                    unit: c.name("u").map(|m| m.as_str()),
-                })
-                .collect();
-            proptest::prop_assert_eq!(values(&body).collect::<Vec<_>>(), found);
+            proptest::prop_assert_eq!(values(&body).collect::<Vec<_>>(), values_by_regex(&body));
         }
     }
 
