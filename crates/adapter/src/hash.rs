@@ -12,27 +12,33 @@ pub fn chained_block_hashes(tokens: &[u64], block_size: usize) -> Vec<u64> {
     if block_size == 0 {
         return Vec::new();
     }
-    let mut bytes = Vec::with_capacity(block_size * 8);
+    // The usual blocks (at most 64 ids, none above `u32::MAX`) are written into this array, the rest into `bytes`.
+    let mut small = [0u8; 256];
+    let mut bytes = Vec::new();
     let mut previous = 0;
     tokens
         .chunks_exact(block_size)
         .map(|block| {
-            bytes.clear();
-            if block.iter().all(|&token| token <= u64::from(u32::MAX)) {
-                // The usual case, written without a branch per token.
-                bytes.resize(block.len() * 4, 0);
-                for (out, &token) in bytes.chunks_exact_mut(4).zip(block) {
-                    out.copy_from_slice(&(token as u32).to_le_bytes());
-                }
-            } else {
-                for &token in block {
-                    match u32::try_from(token) {
-                        Ok(small) => bytes.extend_from_slice(&small.to_le_bytes()),
-                        Err(_) => bytes.extend_from_slice(&token.to_le_bytes()),
+            let narrow = block.iter().fold(0, |all, &token| all | token) <= u64::from(u32::MAX);
+            let written: &[u8] = match small.get_mut(..block.len() * 4) {
+                Some(out) if narrow => {
+                    for (out, &token) in out.chunks_exact_mut(4).zip(block) {
+                        out.copy_from_slice(&(token as u32).to_le_bytes());
                     }
+                    out
                 }
-            }
-            previous = xxh3_64_with_seed(&bytes, previous);
+                _ => {
+                    bytes.clear();
+                    for &token in block {
+                        match u32::try_from(token) {
+                            Ok(small) => bytes.extend_from_slice(&small.to_le_bytes()),
+                            Err(_) => bytes.extend_from_slice(&token.to_le_bytes()),
+                        }
+                    }
+                    &bytes
+                }
+            };
+            previous = xxh3_64_with_seed(written, previous);
             previous
         })
         .collect()
@@ -82,6 +88,36 @@ mod tests {
             xxh3_64_with_seed(&bytes[8..], xxh3_64_with_seed(&bytes[..8], 0))
         );
         assert_eq!(chained_block_hashes(&tokens, 4), [first]);
+    }
+
+    #[test]
+    fn wide_ids_and_long_blocks_hash_as_documented() {
+        // Blocks that fit the stack array and blocks that do not (65 ids), with and without an id above u32::MAX.
+        let mut tokens: Vec<u64> = (0..400u64).map(|t| t * 2_654_435_761 % 200_003).collect();
+        tokens[70] = u64::from(u32::MAX) + 1;
+        tokens[300] = u64::MAX;
+        for block_size in [1, 16, 64, 65, 100] {
+            let mut previous = 0;
+            let expected: Vec<u64> = tokens
+                .chunks_exact(block_size)
+                .map(|block| {
+                    let mut bytes = Vec::new();
+                    for &t in block {
+                        match u32::try_from(t) {
+                            Ok(t) => bytes.extend(t.to_le_bytes()),
+                            Err(_) => bytes.extend(t.to_le_bytes()),
+                        }
+                    }
+                    previous = xxh3_64_with_seed(&bytes, previous);
+                    previous
+                })
+                .collect();
+            assert_eq!(chained_block_hashes(&tokens, block_size), expected, "block size {block_size}");
+        }
+        // The wide id is 8 bytes: the block holding it is not the 4-byte form of the same ids.
+        let narrowed: Vec<u64> = tokens.iter().map(|&t| t & u64::from(u32::MAX)).collect();
+        assert_ne!(chained_block_hashes(&tokens, 64)[1], chained_block_hashes(&narrowed, 64)[1]);
+        assert_eq!(chained_block_hashes(&tokens, 64)[0], chained_block_hashes(&narrowed, 64)[0]);
     }
 
     #[test]
