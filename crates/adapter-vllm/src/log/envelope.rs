@@ -108,6 +108,102 @@ pub(crate) fn strip_ansi(line: &str) -> Cow<'_, str> {
 
 /// Splits `line` (colour codes already stripped) into its envelope.
 pub(crate) fn parse(line: &str) -> Envelope<'_> {
+    match common_record(line) {
+        Some(record) => Envelope::Record(record),
+        None => parse_general(line),
+    }
+}
+
+/// The record of a line of the shape nearly every vLLM line has, read without the regex engine: `(name pid=N) `
+/// (the name possibly ending in ` rank=N`) or nothing, then `LEVEL mm-dd HH:MM:SS [file:line] `, all of it ASCII.
+/// `None` for any other line, which [`parse_general`] reads; a record returned here is the one it would return
+/// (a property test checks). The patterns' rules kept here: no foreign prefix can start with `(` or with a level
+/// word and a digit, the process name is the text up to the first `=` less ` rank`/` pid` (a name holds no `=`),
+/// the file is the bracket's text up to its last `:`.
+fn common_record(line: &str) -> Option<Record<'_>> {
+    const LEVELS: [&str; 5] = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
+    let bytes = line.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        let text = bytes.get(range)?;
+        (!text.is_empty() && text.iter().all(u8::is_ascii_digit)).then_some(text)
+    };
+    let mut at = 0;
+    let mut process = None;
+    if bytes.first() == Some(&b'(') {
+        if !bytes.get(1).is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_') {
+            return None;
+        }
+        let equals = 1 + bytes[1..].iter().position(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b' '))?;
+        if bytes[equals] != b'=' {
+            return None;
+        }
+        let pid_digits = if bytes[..equals].ends_with(b" pid") {
+            process = Some(&line[1..equals - 4]);
+            equals + 1
+        } else if bytes[..equals].ends_with(b" rank") {
+            let rank =
+                digits(equals + 1..equals + 1 + bytes[equals + 1..].iter().take_while(|b| b.is_ascii_digit()).count())?;
+            let after_rank = equals + 1 + rank.len();
+            if bytes.get(after_rank..after_rank + 5) != Some(b" pid=") {
+                return None;
+            }
+            process = Some(&line[1..after_rank]);
+            after_rank + 5
+        } else {
+            return None;
+        };
+        let pid =
+            digits(pid_digits..pid_digits + bytes[pid_digits..].iter().take_while(|b| b.is_ascii_digit()).count())?;
+        at = pid_digits + pid.len();
+        if bytes.get(at..at + 2) != Some(b") ") {
+            return None;
+        }
+        at += 2;
+    }
+    let level = *LEVELS.iter().find(|level| line[at..].starts_with(*level))?;
+    at += level.len();
+    let &[b' ', m1, m2, b'-', d1, d2, b' ', h1, h2, b':', n1, n2, b':', s1, s2, b' ', b'['] = bytes.get(at..at + 17)?
+    else {
+        return None;
+    };
+    let two = |a: u8, b: u8| {
+        (a.is_ascii_digit() && b.is_ascii_digit()).then(|| u32::from(a - b'0') * 10 + u32::from(b - b'0'))
+    };
+    let (month, day, h, m, s) = (two(m1, m2)?, two(d1, d2)?, two(h1, h2)?, two(n1, n2)?, two(s1, s2)?);
+    let open = at + 17;
+    // The bracket ends at the first `]`; anything but printable ASCII before it (whitespace, the vertical tab,
+    // bytes of characters that may be Unicode whitespace) is left to the patterns.
+    let close = open + bytes[open..].iter().position(|&b| b == b']' || !b.is_ascii_graphic())?;
+    if bytes[close] != b']' {
+        return None;
+    }
+    let colon = open + memchr::memrchr(b':', &bytes[open..close])?;
+    let lineno = digits(colon + 1..close)?;
+    if colon == open {
+        return None;
+    }
+    let mut end = close + 1;
+    if bytes.get(end) == Some(&b' ') {
+        end += 1;
+    }
+    // The digits are ASCII, so `from_utf8` cannot fail; a line number past `u32::MAX` reads as 0, as with the patterns.
+    let lineno = std::str::from_utf8(lineno).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+    Some(Record {
+        level,
+        month,
+        day,
+        hms: (h, m, s),
+        file: &line[open..colon],
+        lineno,
+        bracketed: true,
+        process,
+        prefix_time: None,
+        message: &line[end..],
+    })
+}
+
+/// [`parse`] by the patterns: every prefix, header generation and access line.
+fn parse_general(line: &str) -> Envelope<'_> {
     let prefixes = PREFIXES.captures(line).expect("every group is optional");
     let prefix_time = match (prefixes.name("docker"), prefixes.name("wrap")) {
         (Some(ts), _) => Some(PrefixTime::Rfc3339(ts.as_str())),
@@ -331,6 +427,49 @@ mod tests {
     }
 
     #[test]
+    fn common_lines_are_read_without_the_patterns() {
+        // The shapes of every current release, each read by `common_record` as the patterns read it.
+        for line in [
+            "(APIServer pid=7) DEBUG 03-14 09:00:02 [logger.py:49] Request x details: prompt: 'a'",
+            "(VllmWorker rank=3 pid=12) WARNING 12-31 23:59:59 [v1/worker/gpu_worker.py:101] low",
+            "(EngineCore_DP0 pid=697344) INFO 07-28 06:41:19 [core.py:7]",
+            "INFO 04-10 03:44:38 [loggers.py:87]Engine 000: glued to the header",
+            "ERROR 01-01 00:00:00 [a:b:12] the file is up to the last colon",
+            "CRITICAL 01-01 00:00:00 [x.py:99999999999] a line number past u32",
+            "(a  pid=1) INFO 01-01 00:00:00 [x.py:1]  two spaces before the message",
+        ] {
+            let fast = common_record(line).unwrap_or_else(|| panic!("not read: {line}"));
+            assert_eq!(Envelope::Record(fast), parse_general(line), "{line}");
+        }
+        let r = common_record("(VllmWorker rank=3 pid=12) WARNING 12-31 23:59:59 [v1/worker/gpu_worker.py:101] low")
+            .unwrap();
+        assert_eq!(
+            (r.process, r.level, r.month, r.day, r.hms, r.file, r.lineno, r.message),
+            (Some("VllmWorker rank=3"), "WARNING", 12, 31, (23, 59, 59), "v1/worker/gpu_worker.py", 101, "low")
+        );
+        let r = common_record("ERROR 01-01 00:00:00 [a:b:12] x").unwrap();
+        assert_eq!((r.file, r.lineno, r.process), ("a:b", 12, None));
+        assert_eq!(common_record("CRITICAL 01-01 00:00:00 [x.py:99999999999] y").unwrap().lineno, 0);
+        // Everything else is left to the patterns: other generations, prefixes, Unicode, odd brackets.
+        for line in [
+            "INFO 01-17 03:11:25 async_llm_engine.py:134] Aborted request x.",
+            "2026-05-12T08:01:39.331095044Z (APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] x",
+            "(APIServer pid=1) INFO:     10.0.0.1:1 - \"GET /metrics HTTP/1.1\" 200 OK",
+            "(x rank=1) INFO 01-01 00:00:00 [x.py:1] no pid",
+            "(x pid=\u{663}) INFO 01-01 00:00:00 [x.py:1] an Arabic-Indic digit",
+            "(\u{e9}t\u{e9} pid=1) INFO 01-01 00:00:00 [x.py:1] a Unicode name",
+            "INFO 01-01 00:00:00 [x y.py:1] a space in the bracket",
+            "INFO 01-01 00:00:00 [x\u{b}y.py:1] a vertical tab",
+            "INFO 01-01 00:00:00 [x.py:] no line number",
+            "INFO 01-01 00:00:00 [:1] no file",
+            "INFO 1-01 00:00:00 [x.py:1] one digit",
+            "WARN 01-01 00:00:00 [x.py:1] not a level",
+        ] {
+            assert_eq!(common_record(line), None, "{line}");
+        }
+    }
+
+    #[test]
     fn prefix_times() {
         let r = record("2026-05-12T08:01:39.331095044Z (APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] x");
         assert_eq!(r.prefix_time, Some(PrefixTime::Rfc3339("2026-05-12T08:01:39.331095044Z")));
@@ -380,6 +519,40 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn common_records_are_the_patterns_records(
+            process in proptest::sample::select(&[
+                "", "", "(APIServer pid=7) ", "(VllmWorker rank=0 pid=1) ", "(x  pid=1) ", "(a pid pid=2) ",
+                "(x rank pid=3) ", "(W rank=1) ", "( pid=1) ", "(1x pid=1) ", "(x pid=1)", "(x pid=\u{663}) ",
+                "(\u{e9} pid=1) ", "(x rank=0\u{663} pid=1) ", "(x pid=1) (y pid=2) ", "(x pid:5) ", "(x rank:0 pid=1) ",
+                "(x pid=1)_",
+            ][..]),
+            level in proptest::sample::select(&["INFO", "DEBUG", "WARNING", "ERROR", "CRITICAL", "WARN", "info", ""][..]),
+            time in proptest::sample::select(&[
+                " 01-02 03:04:05 ", " 12-31 23:59:59 ", " 1-02 03:04:05 ", " 01-02 03:04:05", " 01-02 03-04-05 ",
+                " 0\u{663}-02 03:04:05 ",
+            ][..]),
+            bracket in proptest::sample::select(&[
+                "[x.py:12]", "[v1/a/b.py:1]", "[a:b:3]", "[:3]", "[x.py:]", "[x.py:1a]", "[x y:1]", "[x\u{b}y:1]",
+                "[x\u{a0}y:1]", "[\u{e9}:1]", "[x.py:12", "x.py:12]", "[[x:1]", "[x.py:\u{663}]", "[x]:1]",
+                "[x.py:4294967296]",
+            ][..]),
+            tail in proptest::sample::select(&[" msg", "msg", "  msg", "", " ", "] x", " INFO 01-02 03:04:05 [y.py:2] z"][..]),
+            splice in proptest::option::of((0usize..80, proptest::sample::select(&[
+                "(", ")", "=", " ", "]", "[", ":", "1", "\u{663}", "\t", "INFO ", "2026-05-12T08:01:39Z ",
+            ][..]))),
+        ) {
+            let mut line = format!("{process}{level}{time}{bracket}{tail}");
+            if let Some((at, text)) = splice {
+                let at = (0..=at.min(line.len())).rev().find(|&i| line.is_char_boundary(i)).unwrap_or(0);
+                line.insert_str(at, text);
+            }
+            if let Some(record) = common_record(&line) {
+                proptest::prop_assert_eq!(Envelope::Record(record), parse_general(&line), "{:?}", line);
+            }
+        }
+
+
         /// The `:`-driven search finds what a regex search for the pattern over the whole message finds.
         #[test]
         fn glued_records_are_found_as_a_whole_message_search_finds_them(
