@@ -315,7 +315,7 @@ const RUN_BLOCK: usize = 64;
 /// followed by exactly `, ` and a digit, and before an id of more than 8 digits: what [`int_list`]'s byte loop
 /// would read from the same bytes, item by item, is what this reads.
 fn canonical_run(bytes: &[u8], at: usize, out: &mut Vec<u64>) -> Option<usize> {
-    let window = bytes.get(at..at + RUN_BLOCK + 8)?;
+    let window: &[u8; RUN_BLOCK + 8] = bytes.get(at..at + RUN_BLOCK + 8)?.try_into().expect("72 bytes");
     let block: &[u8; RUN_BLOCK] = window[..RUN_BLOCK].try_into().expect("64 bytes");
     let (digits, commas, spaces) = class_masks(block);
     if digits & 1 == 0 {
@@ -325,34 +325,29 @@ fn canonical_run(bytes: &[u8], at: usize, out: &mut Vec<u64>) -> Option<usize> {
     let ends = digits & !(digits >> 1);
     // An id ending at bit e is followed by `, ` and a digit; shifts bring in zeros, so e <= 60.
     let separated = ends & (commas >> 1) & (spaces >> 2) & (digits >> 3);
-    // The first id that is not is the end of the run; the block's last id never is, so there always is one.
-    let first_other = (ends & !separated).trailing_zeros();
-    let taken_ends = separated & 1u64.checked_shl(first_other).map_or(u64::MAX, |bit| bit - 1);
+    // Bits that start nine digits in a row: ids that long are left to the byte loop, which checks for overflow.
+    let two = digits & (digits >> 1);
+    let four = two & (two >> 2);
+    let nine = four & (four >> 4) & (digits >> 8);
+    // The run ends before the first id that is not separated, or that long. The block's last id is never
+    // separated, so there always is one.
+    let first_other = (ends & !separated).trailing_zeros().min(nine.trailing_zeros());
+    let mut taken_ends = separated & ((1u64 << first_other) - 1);
     if taken_ends == 0 {
         return None;
     }
     let last_end = 63 - taken_ends.leading_zeros();
     let mut taken_starts = starts & ((2u64 << last_end) - 1);
-    let mut taken_ends = taken_ends;
-    let mut values = [0u64; RUN_BLOCK / 3];
-    let mut count = 0;
-    let mut read = last_end as usize + 3;
-    while taken_starts != 0 {
+    // As many values as ends, each of 1 to 8 digits: `extend` reserves once, and no value waits for another.
+    out.extend((0..taken_ends.count_ones()).map(|_| {
         let start = taken_starts.trailing_zeros() as usize;
         let len = taken_ends.trailing_zeros() as usize + 1 - start;
-        if len > 8 {
-            // Longer ids are read by the byte loop, which checks for overflow.
-            read = start;
-            break;
-        }
-        let word = u64::from_le_bytes(window[start..start + 8].try_into().expect("8 bytes"));
-        values[count] = combine_digits(word.wrapping_sub(0x30 * ONES) << (8 * (8 - len)));
-        count += 1;
         taken_starts &= taken_starts - 1;
         taken_ends &= taken_ends - 1;
-    }
-    out.extend_from_slice(&values[..count]);
-    (read > 0).then_some(read)
+        let word = u64::from_le_bytes(window[start..start + 8].try_into().expect("8 bytes"));
+        combine_digits(word.wrapping_sub(0x30 * ONES) << (8 * (8 - len)))
+    }));
+    Some(last_end as usize + 3)
 }
 
 /// Bit k of each mask is set when `block[k]` is an ASCII digit, a comma, a space. SSE2 (every x86-64 CPU has it)
