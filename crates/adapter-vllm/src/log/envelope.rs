@@ -118,8 +118,8 @@ pub(crate) fn parse(line: &str) -> Envelope<'_> {
 /// (the name possibly ending in ` rank=N`) or nothing, then `LEVEL mm-dd HH:MM:SS [file:line] `, all of it ASCII.
 /// `None` for any other line, which [`parse_general`] reads; a record returned here is the one it would return
 /// (a property test checks). The patterns' rules kept here: no foreign prefix can start with `(` or with a level
-/// word and a digit, the process name is the text up to the first `=` less ` rank`/` pid` (a name holds no `=`),
-/// the file is the bracket's text up to its last `:`.
+/// word and a digit; the process name is everything before ` pid=`, a ` rank=N` included (the name's own part
+/// holds no `=`, so the first `=` ends it); the file is the bracket's text up to its last `:`.
 fn common_record(line: &str) -> Option<Record<'_>> {
     const LEVELS: [&str; 5] = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
     let bytes = line.as_bytes();
@@ -519,6 +519,31 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Lines of the common shape, with random names, numbers and files, are read by hand, as the patterns
+        /// read them (the test below checks odd lines, most of which the hand reader leaves to the patterns).
+        #[test]
+        fn common_lines_are_read_by_hand_as_the_patterns_read_them(
+            name in "[A-Za-z_][A-Za-z0-9_ ]{0,20}",
+            rank in proptest::option::of(0u32..1000),
+            pid in 0u64..10_000_000,
+            level in proptest::sample::select(&["INFO", "DEBUG", "WARNING", "ERROR", "CRITICAL"][..]),
+            with_process in proptest::bool::ANY,
+            (month, day, h, m, s) in (0u32..100, 0u32..100, 0u32..100, 0u32..100, 0u32..100),
+            file in r"[!-\\\^-~]{1,30}",
+            lineno in 0u64..10_000_000_000,
+            message in r"\PC{0,40}",
+        ) {
+            let process = match (with_process, rank) {
+                (false, _) => String::new(),
+                (true, None) => format!("({name} pid={pid}) "),
+                (true, Some(rank)) => format!("({name} rank={rank} pid={pid}) "),
+            };
+            let line = format!("{process}{level} {month:02}-{day:02} {h:02}:{m:02}:{s:02} [{file}:{lineno}] {message}");
+            let record = common_record(&line);
+            proptest::prop_assert!(record.is_some(), "not read by hand: {:?}", line);
+            proptest::prop_assert_eq!(Envelope::Record(record.unwrap()), parse_general(&line), "{:?}", line);
+        }
+
         #[test]
         fn common_records_are_the_patterns_records(
             process in proptest::sample::select(&[
