@@ -304,21 +304,23 @@ pub fn int_list<'a>(input: &'a str, out: &mut Vec<u64>) -> Option<&'a str> {
 
 /// Bytes a block of [`canonical_run`] classifies.
 const RUN_BLOCK: usize = 64;
-/// Bytes it may read: an id it takes starts at byte 60 at most (it ends there at the latest, with `, ` and a digit
-/// after it), and its digits are read as one 8-byte word.
-const RUN_WINDOW: usize = RUN_BLOCK + 4;
+/// Bytes it asks for. An id it takes starts at byte 60 at most (it ends there at the latest, with `, ` and a digit
+/// after it), so its digits, read as one 8-byte word, end by byte 68; asking for 72 lets the compiler see that the
+/// word of any bit position (at most 63) is in the window, and drop the bounds check from every id's read (68
+/// cost 13% more instructions in `int_list`, measured with cachegrind).
+const RUN_WINDOW: usize = RUN_BLOCK + 8;
 
 /// Reads the ids at `bytes[at..]` that are each followed by `, ` and another id within the next 64 bytes, when
 /// `bytes[at]` is a digit: appends them to `out` and returns how many bytes they and their separators take (the
 /// next id starts there). `None` when there is no such id (the byte loop of [`int_list`] then reads one), or when
-/// fewer than 68 bytes are left.
+/// fewer than 72 bytes are left.
 ///
 /// The ids are found from three bit masks of the block (digits, commas, spaces) rather than one after the other,
 /// so reading an id does not wait for the length of the one before it. A run ends before the first id that is not
 /// followed by exactly `, ` and a digit, and before an id of more than 8 digits: what [`int_list`]'s byte loop
 /// would read from the same bytes, item by item, is what this reads.
 fn canonical_run(bytes: &[u8], at: usize, out: &mut Vec<u64>) -> Option<usize> {
-    let window: &[u8; RUN_WINDOW] = bytes.get(at..at + RUN_WINDOW)?.try_into().expect("68 bytes");
+    let window: &[u8; RUN_WINDOW] = bytes.get(at..at + RUN_WINDOW)?.try_into().expect("72 bytes");
     let block: &[u8; RUN_BLOCK] = window[..RUN_BLOCK].try_into().expect("64 bytes");
     let (digits, commas, spaces) = class_masks(block);
     if digits & 1 == 0 {
@@ -665,7 +667,7 @@ mod tests {
     #[test]
     fn int_lists_past_a_block_read_like_the_reference() {
         // Long enough for `canonical_run`, with each way a run ends: a separator that is not `, `, an id of more
-        // than 8 digits (and one of exactly 8), the list's end, a byte that is no digit, fewer than 68 bytes left.
+        // than 8 digits (and one of exactly 8), the list's end, a byte that is no digit, fewer than 72 bytes left.
         let run = |ids: std::ops::Range<u64>| ids.map(|id| (id * 7919).to_string()).collect::<Vec<_>>().join(", ");
         let cases = [
             format!("[{}] tail", run(1..40)),
