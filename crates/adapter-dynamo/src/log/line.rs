@@ -44,9 +44,6 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 
-/// Control sequences (colours and other CSI sequences) written by tracing's ANSI layer.
-static ANSI: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").expect("valid regex"));
-
 /// The start of a readable record (the reassembly rule of §1.2.1, with Python's `WARNING`/`CRITICAL` added for the
 /// engine lines Dynamo's vLLM formatter writes in the same layout).
 static HEAD: LazyLock<Regex> = LazyLock::new(|| {
@@ -153,9 +150,45 @@ static LEGACY_REMOTE: LazyLock<Regex> = LazyLock::new(|| {
 static LEGACY_DEQUEUED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^Dequeued prefill request: (?P<id>\S+)").expect("valid regex"));
 
-/// `line` without ANSI control sequences, borrowed when it has none.
+/// `line` without the ANSI control sequences (colours and other CSI sequences) tracing's ANSI layer writes,
+/// borrowed when it has none: every match of `\x1b\[[0-9;?]*[A-Za-z]`, found by hand (the regex's `replace_all` was
+/// a tenth of reading a coloured log; a property test compares the two).
 pub(crate) fn strip_ansi(line: &str) -> Cow<'_, str> {
-    if line.contains('\x1b') { ANSI.replace_all(line, "") } else { Cow::Borrowed(line) }
+    let bytes = line.as_bytes();
+    let Some(first) = memchr::memchr(0x1b, bytes) else { return Cow::Borrowed(line) };
+    let mut out = String::new();
+    // `line[kept..]` is not copied yet; `at` is an escape character.
+    let mut kept = 0;
+    let mut at = first;
+    loop {
+        // `\x1b\[[0-9;?]*[A-Za-z]`: the two classes are disjoint, so a sequence starting here ends at the first
+        // byte outside the first class, or there is none.
+        let mut end = at + 2;
+        if bytes.get(at + 1) == Some(&b'[') {
+            while bytes.get(end).is_some_and(|&b| b.is_ascii_digit() || b == b';' || b == b'?') {
+                end += 1;
+            }
+        }
+        let next = if bytes.get(at + 1) == Some(&b'[') && bytes.get(end).is_some_and(u8::is_ascii_alphabetic) {
+            if out.is_empty() {
+                out.reserve(line.len());
+            }
+            out.push_str(&line[kept..at]);
+            kept = end + 1;
+            end + 1
+        } else {
+            at + 1
+        };
+        match memchr::memchr(0x1b, &bytes[next..]) {
+            Some(i) => at = next + i,
+            None => break,
+        }
+    }
+    if kept == 0 {
+        return Cow::Borrowed(line);
+    }
+    out.push_str(&line[kept..]);
+    Cow::Owned(out)
 }
 
 /// `line` without a harness's logging wrapper.
@@ -168,7 +201,88 @@ pub(crate) fn strip_wrapper(line: &str) -> &str {
 
 /// Whether an ANSI-stripped physical line starts a new Dynamo record (readable or JSON).
 pub(crate) fn starts_record(clean: &str) -> bool {
-    clean.trim_start().starts_with('{') || HEAD.is_match(clean)
+    clean.trim_start().starts_with('{') || head(clean).is_some()
+}
+
+/// A readable record's head as [`HEAD`] matches it: the time, the level, and where the rest of the record starts.
+fn head(clean: &str) -> Option<(&str, &str, usize)> {
+    match head_by_hand(clean.as_bytes()) {
+        Some(head) => head.map(|(time, level, end)| (&clean[..time], &clean[level], end)),
+        None => {
+            let head = HEAD.captures(clean)?;
+            Some((head.name("time")?.as_str(), head.name("level")?.as_str(), head.get(0)?.end()))
+        }
+    }
+}
+
+/// [`HEAD`] read by hand: `Some` with the time's end, the level's range and the head's end, or `Some(None)` when it
+/// does not match; `None` when a byte it would have to read is not ASCII (the regex's `\d`, `\s` and `\b` are
+/// Unicode classes), so the regex decides.
+///
+/// The time's lazy `\S+?` ends where the zone is followed by white space; since the zone's characters and `\S` are
+/// all non-space, the time is exactly the run of non-space bytes the line starts with, and it matches when that run
+/// ends in `Z` or `±hh:mm` with at least one byte between `T` and the zone.
+fn head_by_hand(bytes: &[u8]) -> Option<Option<(usize, Range<usize>, usize)>> {
+    let ascii = |at: usize| bytes.get(at).is_none_or(u8::is_ascii);
+    let date = bytes.get(..11)?;
+    if !date.is_ascii() {
+        return None;
+    }
+    let digits = |range: Range<usize>| date[range].iter().all(u8::is_ascii_digit);
+    if !(digits(0..4) && date[4] == b'-' && digits(5..7) && date[7] == b'-' && digits(8..10) && date[10] == b'T') {
+        return Some(None);
+    }
+    let mut time = 11;
+    while bytes.get(time).is_some_and(|&b| b.is_ascii() && !is_space(b)) {
+        time += 1;
+    }
+    if !ascii(time) {
+        return None;
+    }
+    let run = &bytes[11..time];
+    let zone = match run.last() {
+        Some(b'Z') => 1,
+        _ => {
+            let z = run.len().checked_sub(6).map(|at| &run[at..]);
+            match z {
+                Some([b'+' | b'-', h1, h2, b':', m1, m2]) if [h1, h2, m1, m2].iter().all(|b| b.is_ascii_digit()) => 6,
+                _ => return Some(None),
+            }
+        }
+    };
+    if run.len() <= zone {
+        return Some(None);
+    }
+    let mut level = time;
+    while bytes.get(level).is_some_and(|&b| is_space(b)) {
+        level += 1;
+    }
+    // The time's run ends at white space or at the end of the line, where no level follows: `\s+` needs no check.
+    if !ascii(level) {
+        return None;
+    }
+    const LEVELS: [&[u8]; 7] = [b"TRACE", b"DEBUG", b"INFO", b"WARNING", b"WARN", b"ERROR", b"CRITICAL"];
+    for word in LEVELS {
+        if !bytes[level..].starts_with(word) {
+            continue;
+        }
+        let after = level + word.len();
+        // `\b`: the level ends in a word character, so the next one must not be one.
+        match bytes.get(after) {
+            Some(&b) if !b.is_ascii() => return None,
+            Some(&b) if b.is_ascii_alphanumeric() || b == b'_' => continue,
+            _ => {}
+        }
+        let mut end = after;
+        while bytes.get(end).is_some_and(|&b| is_space(b)) {
+            end += 1;
+        }
+        if !ascii(end) {
+            return None;
+        }
+        return Some(Some((time, level..after, end)));
+    }
+    Some(None)
 }
 
 /// Whether an ANSI-stripped physical line is the start of another program's output (never a torn Dynamo piece).
@@ -199,10 +313,8 @@ pub(crate) struct TextRecord<'a> {
 /// itself start with `Word: `, so the target is the last leading token that looks like one (a Rust path with `::`,
 /// or one of the few crate-root targets); without such a token (Python components), the first token is the target.
 pub(crate) fn parse_text(clean: &str) -> Option<TextRecord<'_>> {
-    let head = HEAD.captures(clean)?;
-    let time = head.name("time")?.as_str();
-    let level = head.name("level")?.as_str();
-    let rest = &clean[head.get(0)?.end()..];
+    let (time, level, end) = head(clean)?;
+    let rest = &clean[end..];
     // Leading `token: ` groups.
     let mut tokens: Vec<(usize, usize)> = Vec::new();
     let mut at = 0;
@@ -845,6 +957,86 @@ mod tests {
         ) {
             proptest::prop_assert_eq!(text_fields(&body), fields_by_regex(&body));
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+        /// Heads of the shapes the reader has to tell apart: zones, white space and level words, with non-ASCII
+        /// digits, spaces and letters where the regex's Unicode classes see them.
+        #[test]
+        fn the_head_reader_agrees_with_the_regex(
+            line in "([0-9]{4}|2[0-9]\u{663}[0-9])-[0-9]{2}-[0-9é]{2}[T ][0-9:.]{0,6}(Z|[+-][0-9]{2}:[0-9]{2}|[+-][0-9]{3}|é|\\+)?\
+                     [ \t\x0b\u{a0}\u{85}]{0,2}(TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|WARNINGS|INF)?\
+                     [ _a1:\u{a0}é\u{85}]{0,2}[a-z]{0,2}"
+        ) {
+            agree(&line)?;
+        }
+
+        /// Heads that nearly match, so that each rule of the reader decides some of them.
+        #[test]
+        fn the_head_reader_agrees_on_near_heads(
+            line in "[0-9]{4}-[0-9]{2}-[0-9]{2}(T|T|T| )[0-9:.]{0,3}(Z|Z|[+-][0-9]{2}:[0-9]{2}|[+-][0-9]{2}:[0-9]|é)\
+                     (  | |\t|\x0b|\u{a0}|\u{85}|)(TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|WARNINGS|INF)\
+                     ( |_|1|a|:|\u{a0}|é|\u{85}|)[ a]{0,2}"
+        ) {
+            agree(&line)?;
+        }
+
+        #[test]
+        fn ansi_codes_are_removed_as_the_regex_removes_them(line in "[\x1b\\[0-9;?mKAz é]{0,30}") {
+            proptest::prop_assert_eq!(strip_ansi(&line), ANSI.replace_all(&line, ""));
+        }
+    }
+
+    /// [`head_by_hand`], where it decides, and [`head`] give what the regex gives.
+    fn agree(line: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+        let by_regex = head_by_regex(line);
+        if let Some(by_hand) = head_by_hand(line.as_bytes()) {
+            let by_hand = by_hand.map(|(time, level, end)| (&line[..time], &line[level], end));
+            proptest::prop_assert_eq!(by_hand, by_regex);
+        }
+        proptest::prop_assert_eq!(head(line), by_regex);
+        Ok(())
+    }
+
+    /// What [`strip_ansi`] removes, as a regex.
+    static ANSI: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").expect("valid regex"));
+
+    fn head_by_regex(line: &str) -> Option<(&str, &str, usize)> {
+        let head = HEAD.captures(line)?;
+        Some((head.name("time")?.as_str(), head.name("level")?.as_str(), head.get(0)?.end()))
+    }
+
+    #[test]
+    fn heads_are_read_by_hand_as_the_regex_reads_them() {
+        let decided = [
+            ("2026-02-27T14:47:21.385061Z  INFO x::y: m", Some(("2026-02-27T14:47:21.385061Z", "INFO", 34))),
+            ("2025-04-24T07:42:44.118Z WARNING a.b: w", Some(("2025-04-24T07:42:44.118Z", "WARNING", 33))),
+            ("2026-02-27T15:47:21.385061+01:00 DEBUG\tx", Some(("2026-02-27T15:47:21.385061+01:00", "DEBUG", 39))),
+            ("2026-02-27T1Z ERROR", Some(("2026-02-27T1Z", "ERROR", 19))),
+            ("2026-02-27TZ INFO x", None),
+            ("2026-02-27T1+01:00x INFO x", None),
+            ("2026-02-27T14:47:21Z INFOS x", None),
+            ("2026-02-27T14:47:21Z WARNINGS x", None),
+            ("2026-02-27T14:47:21ZINFO x", None),
+            ("2026-02-27T14:47:21Z", None),
+            ("2026-02-27 14:47:21Z INFO x", None),
+        ];
+        for (line, expected) in decided {
+            let by_hand = head_by_hand(line.as_bytes()).expect("decided by hand");
+            assert_eq!(by_hand.map(|(time, level, end)| (&line[..time], &line[level], end)), expected, "{line:?}");
+            assert_eq!(head_by_regex(line), expected, "{line:?}");
+        }
+        // What only the regex can decide: a non-ASCII digit, a no-break space (Unicode white space), an accented
+        // letter after the level (a word character).
+        for line in
+            ["2026-0\u{663}-27T1Z INFO", "2026-02-27T1Z\u{a0}INFO", "2026-02-27T1Z INFOé", "2026-02-27T1Z INFO\u{a0}x"]
+        {
+            assert_eq!(head_by_hand(line.as_bytes()), None, "{line:?}");
+        }
+        assert_eq!(head("2026-02-27T1Z\u{a0}INFO x"), Some(("2026-02-27T1Z", "INFO", 20)));
+        assert_eq!(head("2026-02-27T1Z INFOé"), None);
     }
 
     #[test]

@@ -191,10 +191,10 @@ impl Adapter for DynamoLog {
             let clean = line::strip_ansi(text);
             if line::starts_record(&clean) {
                 record.flush(&mut folder, &mut seen, sink)?;
-                record = Pending { text: text.to_owned(), line: line_no, open: true };
-                // A whole JSON record needs no continuation.
-                if clean.trim_start().starts_with('{') && serde_json::from_str::<Value>(clean.trim()).is_ok() {
-                    record.flush(&mut folder, &mut seen, sink)?;
+                // A whole JSON record needs no continuation: it is read at once, and parsed only once.
+                match whole_json(&clean) {
+                    Some(map) => json_map(map, line_no, &mut folder, &mut seen, sink)?,
+                    None => record = Pending { text: text.to_owned(), line: line_no, open: true },
                 }
             } else if record.open && !line::is_foreign(&clean) {
                 if record.text.len() + text.len() <= MAX_RECORD {
@@ -308,6 +308,12 @@ fn text_record(
     Ok(())
 }
 
+/// The object a physical line holds whole (colour codes removed), if it is one: such a record needs no continuation.
+fn whole_json(clean: &str) -> Option<Map<String, Value>> {
+    let clean = clean.trim();
+    if clean.starts_with('{') { serde_json::from_str(clean).ok() } else { None }
+}
+
 fn json_record(
     clean: &str,
     line_no: u64,
@@ -315,14 +321,23 @@ fn json_record(
     seen: &mut Seen,
     sink: &mut dyn Sink,
 ) -> Result<(), ParseError> {
-    let map: Map<String, Value> = match serde_json::from_str(clean) {
-        Ok(map) => map,
+    match serde_json::from_str(clean) {
+        Ok(map) => json_map(map, line_no, folder, seen, sink),
         Err(e) => {
             let message = infertrace_adapter::json::error_message(&e);
             sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message));
-            return Ok(());
+            Ok(())
         }
-    };
+    }
+}
+
+fn json_map(
+    map: Map<String, Value>,
+    line_no: u64,
+    folder: &mut Folder<'_>,
+    seen: &mut Seen,
+    sink: &mut dyn Sink,
+) -> Result<(), ParseError> {
     let Some(Value::String(message)) = map.get("message") else {
         sink.diagnostic(Diagnostic::new(
             line_no,
