@@ -96,12 +96,41 @@ fn every_thread_count_writes_the_same_bytes() {
     let burstgpt = write("burstgpt.csv", &|out| {
         infertrace_adapter_traces::burstgpt::generate::write_burstgpt(out, 12_000, true, 3).map(drop)
     });
-    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt] {
+    // A readable Dynamo log whose records are torn across lines (the pieces are joined by the fold, whichever
+    // chunks they fall in), with other programs' lines and blank lines among them; and a JSONL one.
+    let dynamo_changes = std::cell::Cell::new((0, 0));
+    let dynamo = write("dynamo.log", &|out| {
+        use infertrace_adapter_dynamo::generate::log::{LogMode, LogOptions, write_log};
+        let mut log = Vec::new();
+        write_log(&mut log, LogOptions { requests: 3_000, mode: LogMode::Readable, seed: 3 })?;
+        let (mut torn, mut foreign) = (0, 0);
+        for (i, line) in String::from_utf8(log).unwrap().lines().enumerate() {
+            match i % 101 {
+                7 if line.len() > 40 && line.is_ascii() => {
+                    torn += 1;
+                    writeln!(out, "{}\n{}", &line[..line.len() / 2], &line[line.len() / 2..])?;
+                }
+                8 => {
+                    foreign += 1;
+                    writeln!(out, "INFO 04-01 17:26:35 metrics.py:455] Avg prompt throughput: 1.0 tokens/s\n{line}")?;
+                }
+                9 => writeln!(out, "\n{line}")?,
+                _ => writeln!(out, "{line}")?,
+            }
+        }
+        dynamo_changes.set((torn, foreign));
+        Ok(())
+    });
+    let dynamo_jsonl = write("dynamo.jsonl", &|out| {
+        use infertrace_adapter_dynamo::generate::log::{LogMode, LogOptions, write_log};
+        write_log(out, LogOptions { requests: 1_500, mode: LogMode::Jsonl, seed: 3 }).map(drop)
+    });
+    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt, &dynamo, &dynamo_jsonl] {
         let bytes = std::fs::metadata(path).unwrap().len();
         assert!(bytes > 600_000, "{} is only {bytes} bytes: too few chunks to test", path.display());
     }
     let mut inputs = common::valid_inputs();
-    inputs.extend([vllm, sglang, mooncake, azure, burstgpt]);
+    inputs.extend([vllm, sglang, mooncake, azure, burstgpt, dynamo, dynamo_jsonl]);
     let run = |threads: usize| {
         let output = dir.path().join(format!("threads-{threads}"));
         let options =
@@ -110,14 +139,22 @@ fn every_thread_count_writes_the_same_bytes() {
         (report.manifest, common::dataset_files(&output))
     };
     let (manifest, one) = run(1);
-    // The generated inputs are the last five; each made rows.
-    let generated = &manifest.inputs[manifest.inputs.len() - 5..];
+    // The generated inputs are the last seven; each made rows.
+    let generated = &manifest.inputs[manifest.inputs.len() - 7..];
     assert_eq!(
         generated.iter().map(|i| i.format.as_str()).collect::<Vec<_>>(),
-        ["vllm-log", "sglang-log", "mooncake", "azure-llm", "burstgpt"]
+        ["vllm-log", "sglang-log", "mooncake", "azure-llm", "burstgpt", "dynamo-log", "dynamo-log"]
     );
     assert_eq!(generated[0].records.requests, 40);
     assert_eq!((generated[3].records.requests, generated[4].records.requests), (20_000, 12_000));
+    assert_eq!((generated[5].records.requests, generated[6].records.requests), (3_000, 1_500), "{generated:?}");
+    // Every line torn here is joined again (the generator tears some records itself) and every line of another
+    // program is reported.
+    let (torn, foreign) = dynamo_changes.get();
+    assert!(torn > 90 && foreign > 90, "{torn} {foreign}");
+    let continued = generated[5].details.get("continuation_lines").and_then(serde_json::Value::as_u64).unwrap();
+    let not_records = generated[5].diagnostics.by_kind.get("not-a-record").map_or(0, |k| k.count);
+    assert!(continued >= torn && not_records >= foreign, "{continued} {not_records}");
     // More samples than a file read ahead may hold (16 MiB at 256 bytes a row): with several threads the SGLang log
     // is read ahead, found too large and streamed.
     assert!(generated[1].records.samples > 65_536 && generated[2].records.requests == 6_000, "{generated:?}");
