@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
+use ahash::RandomState;
 use infertrace_adapter::time::{NANOS_PER_SEC, millis_to_nanos};
 use infertrace_adapter::{Diagnostic, DiagnosticKind, ParseContext, Sink};
 use infertrace_schema::{CacheEvent, CacheEventKind, CacheTier, DatasetError, RequestRow, Status};
@@ -230,15 +231,16 @@ enum Found {
     None,
 }
 
-/// Requests seen but not yet written.
+/// Requests seen but not yet written. The tables hash with `ahash` (keyed at random per process, like the standard
+/// library's SipHash, at a fraction of its cost on ids) and are never iterated.
 #[derive(Debug, Default)]
 struct OpenRequests {
-    entries: HashMap<u64, Entry>,
-    aliases: HashMap<String, u64>,
+    entries: HashMap<u64, Entry, RandomState>,
+    aliases: HashMap<String, u64, RandomState>,
     /// Entry keys in the order first seen, with the time first seen (`i64::MIN` when unknown).
     order: VecDeque<(u64, i64)>,
     next: u64,
-    closed: HashSet<String>,
+    closed: HashSet<String, RandomState>,
     closed_order: VecDeque<String>,
 }
 
