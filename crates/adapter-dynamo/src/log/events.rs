@@ -74,9 +74,10 @@ impl Ids {
     }
 
     fn aliases(&self) -> Vec<String> {
-        let mut aliases: Vec<String> = self.request.iter().map(|id| format!("r:{id}")).collect();
-        aliases.extend(self.x_request.iter().map(|id| format!("x:{id}")));
-        aliases.extend(self.trace.iter().map(|id| format!("t:{id}")));
+        let alias = |tag: &str, id: &String| [tag, id].concat();
+        let mut aliases: Vec<String> = self.request.iter().map(|id| alias("r:", id)).collect();
+        aliases.extend(self.x_request.iter().map(|id| alias("x:", id)));
+        aliases.extend(self.trace.iter().map(|id| alias("t:", id)));
         aliases
     }
 }

@@ -709,7 +709,11 @@ pub(crate) fn classify<'a>(message: &'a str, target: &str, span: Option<&str>, f
     if is_message(message, "Selected worker") {
         return selected_fields(fields);
     }
-    if let Some(c) = PINNED.captures(message) {
+    // Each regex below runs only where its literal is: they start with an optional word, so the regex engine has
+    // no prefix to search for, and its captures cost thousands of instructions on a body that cannot match.
+    if message.contains("elected pinned worker: ")
+        && let Some(c) = PINNED.captures(message)
+    {
         let Some(worker) = number(&c, "id") else { return Line::Malformed("pinned selection without a worker id") };
         let worker_type = c.name("wt").and_then(|m| match m.as_str() {
             "prefill" => Some(WorkerType::Prefill),
@@ -727,7 +731,9 @@ pub(crate) fn classify<'a>(message: &'a str, target: &str, span: Option<&str>, f
             wording: Wording::Pinned,
         });
     }
-    if let Some(c) = FORMULA.captures(message) {
+    if message.contains("ormula for ")
+        && let Some(c) = FORMULA.captures(message)
+    {
         let Some(worker) = number(&c, "id") else { return Line::Malformed("formula without a worker id") };
         let cached = number::<f64>(&c, "cached")
             .and_then(blocks)
@@ -761,13 +767,17 @@ pub(crate) fn classify<'a>(message: &'a str, target: &str, span: Option<&str>, f
         };
         return Line::RouteOutcome(outcome);
     }
-    if let Some(c) = LEGACY_REMOTE.captures(message) {
+    if message.starts_with("Prefilling remotely for request ")
+        && let Some(c) = LEGACY_REMOTE.captures(message)
+    {
         return match c.name("id") {
             Some(id) => Line::LegacyRemotePrefill { id: id.as_str(), tokens: number(&c, "n") },
             None => Line::Other,
         };
     }
-    if let Some(id) = LEGACY_DEQUEUED.captures(message).and_then(|c| c.name("id")) {
+    if message.starts_with("Dequeued prefill request: ")
+        && let Some(id) = LEGACY_DEQUEUED.captures(message).and_then(|c| c.name("id"))
+    {
         return Line::LegacyDequeued { id: id.as_str() };
     }
     Line::Other
@@ -796,29 +806,166 @@ fn span_event(message: &str, fields: &Fields<'_>) -> Option<SpanEvent> {
 
 /// The text forms of `Selected worker: …`.
 fn selected_text(message: &str) -> Line<'_> {
-    let Some(c) = SELECTED.captures(message) else {
+    let Some(parts) = selected_parts(message) else {
         return Line::Malformed("`Selected worker:` of an unknown shape");
     };
-    let Some(worker) = number(&c, "id") else { return Line::Malformed("selection without a worker id") };
-    let wording = if c.name("form07").is_some() {
+    let Some(worker) = parts.id.parse().ok() else { return Line::Malformed("selection without a worker id") };
+    let wording = if parts.form07 {
         Wording::WorkerDpRank
-    } else if c.name("normalized").is_some() {
+    } else if parts.normalized {
         Wording::NormalizedLogit
-    } else if c.name("cached").is_some() {
+    } else if parts.cached.is_some() {
         Wording::CachedBlocks
     } else {
         Wording::Logit
     };
     Line::Selected(Selection {
         worker,
-        dp_rank: number(&c, "dp"),
+        dp_rank: parts.dp.and_then(|dp| dp.parse().ok()),
         worker_type: None,
-        hit_blocks: number::<f64>(&c, "cached").and_then(blocks),
+        hit_blocks: parts.cached.and_then(|cached| cached.parse::<f64>().ok()).and_then(blocks),
         blocks: None,
         host_blocks: None,
         disk_blocks: None,
         wording,
     })
+}
+
+/// What [`SELECTED`] captures of a `Selected worker: …` line and the adapter uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SelectedParts<'a> {
+    /// `worker_id=` before the id (~0.7).
+    form07: bool,
+    id: &'a str,
+    dp: Option<&'a str>,
+    /// `normalized logit:`.
+    normalized: bool,
+    /// `[effective ]cached blocks: <n>`.
+    cached: Option<&'a str>,
+}
+
+/// [`SELECTED`]'s captures, read by hand where the line is ASCII (the regex's captures cost about 16,000
+/// instructions a line, a fifth of folding a router log's records), else by the regex. A property test compares them.
+fn selected_parts(message: &str) -> Option<SelectedParts<'_>> {
+    match selected_by_hand(message) {
+        Some(parts) => parts,
+        None => selected_by_regex(message),
+    }
+}
+
+fn selected_by_regex(message: &str) -> Option<SelectedParts<'_>> {
+    let c = SELECTED.captures(message)?;
+    Some(SelectedParts {
+        form07: c.name("form07").is_some(),
+        id: c.name("id")?.as_str(),
+        dp: c.name("dp").map(|m| m.as_str()),
+        normalized: c.name("normalized").is_some(),
+        cached: c.name("cached").map(|m| m.as_str()),
+    })
+}
+
+/// [`SELECTED`] read by hand: `Some(None)` when it does not match, `None` when a byte it would have to read is not
+/// ASCII (`\d`, `\s` and `\S` are Unicode classes), so the regex decides.
+///
+/// How the regex's choices fall: every number is followed by text that cannot start with a digit, so its run is
+/// always whole; the lazy logit `\S+?` ends at the first comma, white space or end after at least one byte, since
+/// the optional groups after it start with `, ` and the final `(?:,|\s|$)` then always matches; of those groups only
+/// `cached` is used, and it is taken when its number (with an optional `.digits`) is followed by a comma, white space
+/// or the end (`tree size`, `total blocks` and the final group all start with one).
+fn selected_by_hand(message: &str) -> Option<Option<SelectedParts<'_>>> {
+    let b = message.as_bytes();
+    // The end of the run of ASCII digits at `at`, or `None` when a byte that is not ASCII follows it.
+    let digits = |at: usize| {
+        let end = at + b.get(at..).map_or(0, |rest| rest.iter().take_while(|c| c.is_ascii_digit()).count());
+        if b.get(end).is_some_and(|c| !c.is_ascii()) { None } else { Some(end) }
+    };
+    let starts = |at: usize, text: &[u8]| b.get(at..).is_some_and(|rest| rest.starts_with(text));
+    const HEAD: &[u8] = b"Selected worker: ";
+    if !starts(0, HEAD) {
+        return Some(None);
+    }
+    let mut at = HEAD.len();
+    let form07 = starts(at, b"worker_id=");
+    if form07 {
+        at += "worker_id=".len();
+    }
+    let id_end = digits(at)?;
+    if id_end == at {
+        return Some(None);
+    }
+    let id = at..id_end;
+    at = id_end;
+    let mut dp = None;
+    if starts(at, b" dp_rank=") {
+        let value = at + " dp_rank=".len();
+        let first = if starts(value, b"Some(") { value + "Some(".len() } else { value };
+        let end = digits(first)?;
+        if end > first {
+            dp = Some(first..end);
+            at = if b.get(end) == Some(&b')') { end + 1 } else { end };
+        } else if starts(value, b"None") {
+            at = value + "None".len();
+        }
+        // Otherwise the group does not match, and `, ` cannot follow the id.
+    }
+    if !starts(at, b", ") {
+        return Some(None);
+    }
+    at += 2;
+    let normalized = starts(at, b"normalized logit: ");
+    if normalized {
+        at += "normalized ".len();
+    }
+    if !starts(at, b"logit: ") {
+        return Some(None);
+    }
+    at += "logit: ".len();
+    match b.get(at) {
+        None => return Some(None),
+        Some(c) if !c.is_ascii() => return None,
+        Some(&c) if is_space(c) => return Some(None),
+        Some(_) => {}
+    }
+    let mut end = at + 1;
+    loop {
+        match b.get(end) {
+            None => break,
+            Some(c) if !c.is_ascii() => return None,
+            Some(&c) if c == b',' || is_space(c) => break,
+            Some(_) => end += 1,
+        }
+    }
+    let mut cached = None;
+    if starts(end, b", ") {
+        let mut at = end + 2;
+        if starts(at, b"effective cached blocks: ") {
+            at += "effective ".len();
+        }
+        if starts(at, b"cached blocks: ") {
+            let first = at + "cached blocks: ".len();
+            let mut end = digits(first)?;
+            if end > first {
+                if b.get(end) == Some(&b'.') {
+                    let fraction = digits(end + 1)?;
+                    if fraction > end + 1 {
+                        end = fraction;
+                    }
+                }
+                match b.get(end) {
+                    Some(c) if !c.is_ascii() => return None,
+                    Some(&c) if c != b',' && !is_space(c) => {}
+                    _ => cached = Some(first..end),
+                }
+            }
+        }
+    }
+    Some(Some(SelectedParts {
+        form07,
+        id: &message[id],
+        dp: dp.map(|dp| &message[dp]),
+        normalized,
+        cached: cached.map(|cached| &message[cached]),
+    }))
 }
 
 /// The 1.6 `Selected worker` with fields; other router modes choose without a cache lookup.
@@ -983,6 +1130,35 @@ mod tests {
             agree(&line)?;
         }
 
+        /// `Selected worker:` lines of every wording, near misses and non-ASCII bytes where the regex's Unicode
+        /// classes see them.
+        #[test]
+        fn the_selection_reader_agrees_with_the_regex(
+            line in "Selected worker: (worker_id=)?[0-9\u{663}]{0,3}( dp_rank=(Some\\()?[0-9]{0,2}\\)?| dp_rank=None| dp_rank=Some\\(None| dp_rank=x)?\
+                     (, |,|)(normalized |normalized)?(logit: )?[0-9.,a \t\u{663}\u{a0}-]{0,5}\
+                     (, (effective |effective)?cached blocks: [0-9\u{663}]{0,2}(\\.[0-9]{0,2})?[,x .\u{a0}\u{663}]?)?\
+                     (, tree size: [0-9]{1,2})?(, total blocks: [0-9]{1,2})?[ ,a]?"
+        ) {
+            let by_regex = selected_by_regex(&line);
+            if let Some(by_hand) = selected_by_hand(&line) {
+                proptest::prop_assert_eq!(by_hand, by_regex);
+            }
+            proptest::prop_assert_eq!(selected_parts(&line), by_regex);
+        }
+
+        /// Lines of the shapes the routers write, every one read by hand.
+        #[test]
+        fn selection_lines_are_read_by_hand(
+            line in "Selected worker: (worker_id=)?[0-9]{1,19}( dp_rank=(Some\\()?[0-9]{1,2}\\)?| dp_rank=None)?\
+                     , (normalized )?logit: -?[0-9]{1,3}\\.[0-9]{3}\
+                     (, (effective )?cached blocks: [0-9]{1,4}(\\.[0-9]{2})?)?(, tree size: [0-9]{1,4})?\
+                     (, total blocks: [0-9]{1,5})?"
+        ) {
+            let by_hand = selected_by_hand(&line);
+            proptest::prop_assert!(matches!(by_hand, Some(Some(_))), "{line:?}");
+            proptest::prop_assert_eq!(by_hand.flatten(), selected_by_regex(&line));
+        }
+
         #[test]
         fn ansi_codes_are_removed_as_the_regex_removes_them(line in "[\x1b\\[0-9;?mKAz é]{0,30}") {
             proptest::prop_assert_eq!(strip_ansi(&line), ANSI.replace_all(&line, ""));
@@ -1006,6 +1182,51 @@ mod tests {
     fn head_by_regex(line: &str) -> Option<(&str, &str, usize)> {
         let head = HEAD.captures(line)?;
         Some((head.name("time")?.as_str(), head.name("level")?.as_str(), head.get(0)?.end()))
+    }
+
+    #[test]
+    fn selections_are_read_by_hand_as_the_regex_reads_them() {
+        let parts = |form07, id, dp, normalized, cached| SelectedParts { form07, id, dp, normalized, cached };
+        let cases = [
+            ("Selected worker: 7, logit: 1.250", Some(parts(false, "7", None, false, None))),
+            (
+                "Selected worker: worker_id=7 dp_rank=Some(1), logit: 14.031, cached blocks: 3",
+                Some(parts(true, "7", Some("1"), false, Some("3"))),
+            ),
+            ("Selected worker: 7 dp_rank=2), logit: x", Some(parts(false, "7", Some("2"), false, None))),
+            ("Selected worker: 7 dp_rank=None, normalized logit: 0.5", Some(parts(false, "7", None, true, None))),
+            (
+                "Selected worker: 7, logit: 1, effective cached blocks: 2.50, tree size: 9",
+                Some(parts(false, "7", None, false, Some("2.50"))),
+            ),
+            // The logit ends at white space: what follows is not the `cached` group.
+            ("Selected worker: 7, logit: 1 5, cached blocks: 3", Some(parts(false, "7", None, false, None))),
+            ("Selected worker: 7, logit: 1\t, cached blocks: 3", Some(parts(false, "7", None, false, None))),
+            // A logit's first byte can be a comma; it cannot be white space.
+            ("Selected worker: 7, logit: ,, cached blocks: 3", Some(parts(false, "7", None, false, Some("3")))),
+            ("Selected worker: 7, logit: \t1", None),
+            // `3.` is no number, `3x` is not followed by what the groups need.
+            ("Selected worker: 7, logit: 1, cached blocks: 3., x", Some(parts(false, "7", None, false, None))),
+            ("Selected worker: 7, logit: 1, cached blocks: 3x", Some(parts(false, "7", None, false, None))),
+            ("Selected worker: 7, logit: 1, cached blocks: 3.5 ", Some(parts(false, "7", None, false, Some("3.5")))),
+            // A `dp_rank` the group cannot read leaves ` dp_rank=` where `, ` must be.
+            ("Selected worker: 7 dp_rank=Some(None, logit: 1", None),
+            ("Selected worker: 7 dp_rank=x, logit: 1", None),
+            ("Selected worker: , logit: 1", None),
+            ("Selected worker: 7, normalized 1", None),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(selected_by_hand(line), Some(expected), "{line:?}");
+            assert_eq!(selected_by_regex(line), expected, "{line:?}");
+        }
+        // Where `\d`, `\s` or `\S` meet a byte that is not ASCII, the regex decides.
+        for line in [
+            "Selected worker: 7\u{663}, logit: 1",
+            "Selected worker: 7, logit: \u{a0}",
+            "Selected worker: 7, logit: 1\u{a0}",
+        ] {
+            assert_eq!(selected_by_hand(line), None, "{line:?}");
+        }
     }
 
     #[test]
