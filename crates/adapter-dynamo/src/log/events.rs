@@ -52,10 +52,15 @@ struct Ids {
 }
 
 fn usable_id(text: &str) -> Option<String> {
-    let ok = !text.is_empty()
-        && text != "-"
-        && text.len() <= MAX_ID
-        && !text.chars().any(|c| c.is_whitespace() || c.is_control() || c == '"');
+    // An ASCII id (nearly every one) is checked byte by byte: ASCII white space is all control characters or the
+    // space, so below `!` or DEL are exactly the characters refused.
+    let refused = |c: char| c.is_whitespace() || c.is_control() || c == '"';
+    let clean = if text.is_ascii() {
+        !text.bytes().any(|b| b <= b' ' || b == 0x7f || b == b'"')
+    } else {
+        !text.chars().any(refused)
+    };
+    let ok = !text.is_empty() && text != "-" && text.len() <= MAX_ID && clean;
     ok.then(|| text.to_owned())
 }
 
@@ -696,5 +701,27 @@ impl<'c> Folder<'c> {
         put("non_inference_spans", serde_json::json!(c.non_inference_spans), c.non_inference_spans > 0);
         put("request_id_from", serde_json::json!(c.request_id_from), !c.request_id_from.is_empty());
         Ok(details)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_ids_are_refused_as_the_character_rule_refuses_them() {
+        let refused = |c: char| c.is_whitespace() || c.is_control() || c == '"';
+        for byte in 0..=0x7f_u8 {
+            let c = char::from(byte);
+            let id = format!("a{c}b");
+            assert_eq!(usable_id(&id).is_none(), refused(c), "{byte:#04x}");
+        }
+        // Not ASCII: the character rule itself (U+00A0 is white space, U+0085 a control character).
+        assert_eq!(usable_id("a\u{a0}b"), None);
+        assert_eq!(usable_id("a\u{85}b"), None);
+        assert_eq!(usable_id("réq-1").as_deref(), Some("réq-1"));
+        assert_eq!((usable_id(""), usable_id("-")), (None, None));
+        assert_eq!(usable_id(&"x".repeat(MAX_ID)).map(|id| id.len()), Some(MAX_ID));
+        assert_eq!(usable_id(&"x".repeat(MAX_ID + 1)), None);
     }
 }

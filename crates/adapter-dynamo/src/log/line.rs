@@ -318,11 +318,7 @@ pub(crate) fn parse_text(clean: &str) -> Option<TextRecord<'_>> {
     // Leading `token: ` groups.
     let mut tokens: Vec<(usize, usize)> = Vec::new();
     let mut at = 0;
-    while let Some(colon) = rest[at..].find(": ").map(|i| i + at) {
-        let token = &rest[at..colon];
-        if token.is_empty() || token.contains(char::is_whitespace) || token.len() > 200 {
-            break;
-        }
+    while let Some(colon) = next_token(rest, at) {
         tokens.push((at, colon));
         at = colon + 2;
         if tokens.len() > 16 {
@@ -345,6 +341,31 @@ pub(crate) fn parse_text(clean: &str) -> Option<TextRecord<'_>> {
         Some(&rest[s..e])
     };
     Some(TextRecord { time, level, span, spans, target: &rest[start..end], body: rest[end + 2..].trim_end() })
+}
+
+/// Where the leading `token: ` group of `rest` starting at `at` ends (its colon), or `None` when the groups end there:
+/// no `: ` follows, or the text before the first one is empty, holds white space or is longer than 200 bytes.
+fn next_token(rest: &str, at: usize) -> Option<usize> {
+    let bytes = rest.as_bytes();
+    // Over ASCII, the first white space or `: ` decides, without searching the rest of the line for a `: `.
+    let mut end = at;
+    while let Some(&b) = bytes.get(end) {
+        if !b.is_ascii() {
+            // `char::is_whitespace` is Unicode's: search as the general rule says.
+            let colon = at + rest[at..].find(": ")?;
+            let token = &rest[at..colon];
+            let usable = !token.is_empty() && !token.contains(char::is_whitespace) && token.len() <= 200;
+            return usable.then_some(colon);
+        }
+        if is_space(b) {
+            return None;
+        }
+        if b == b':' && bytes.get(end + 1) == Some(&b' ') {
+            return (end > at && end - at <= 200).then_some(end);
+        }
+        end += 1;
+    }
+    None
 }
 
 /// The `key=value` and `key="value"` pairs of a readable record's body, in order, values unquoted, as [`FIELD`]
@@ -1157,6 +1178,23 @@ mod tests {
             let by_hand = selected_by_hand(&line);
             proptest::prop_assert!(matches!(by_hand, Some(Some(_))), "{line:?}");
             proptest::prop_assert_eq!(by_hand.flatten(), selected_by_regex(&line));
+        }
+
+        /// Leading `token: ` groups with white space, colons, long tokens and characters that are not ASCII.
+        #[test]
+        fn the_token_scanner_agrees_with_the_general_rule(rest in "([a-z_:]{0,3}(: |:|  | |\t|\u{a0}|é|x{190,205})){0,6}") {
+            let general = |at: usize| {
+                let colon = at + rest[at..].find(": ")?;
+                let token = &rest[at..colon];
+                (!token.is_empty() && !token.contains(char::is_whitespace) && token.len() <= 200).then_some(colon)
+            };
+            let mut at = 0;
+            loop {
+                let colon = next_token(&rest, at);
+                proptest::prop_assert_eq!(colon, general(at), "{:?} at {}", rest, at);
+                let Some(colon) = colon else { break };
+                at = colon + 2;
+            }
         }
 
         #[test]
