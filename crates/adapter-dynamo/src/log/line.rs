@@ -42,7 +42,8 @@ use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
-use serde_json::{Map, Value};
+
+use super::json::{JsonRecord, JsonValue};
 
 /// The start of a readable record (the reassembly rule of §1.2.1, with Python's `WARNING`/`CRITICAL` added for the
 /// engine lines Dynamo's vLLM formatter writes in the same layout).
@@ -455,7 +456,7 @@ pub(crate) enum Fields<'a> {
     /// A readable record's fields, as [`text_fields`] reads them from its body.
     Text(&'a [(&'a str, &'a str)]),
     /// A JSON record.
-    Json(&'a Map<String, Value>),
+    Json(&'a JsonRecord),
 }
 
 impl<'a> Fields<'a> {
@@ -463,11 +464,11 @@ impl<'a> Fields<'a> {
     pub(crate) fn get(&self, key: &str) -> Option<Cow<'a, str>> {
         match self {
             Fields::Text(pairs) => pairs.iter().find(|(k, _)| *k == key).map(|&(_, v)| Cow::Borrowed(v)),
-            Fields::Json(map) => match map.get(key)? {
-                Value::String(s) => Some(Cow::Borrowed(s.as_str())),
-                Value::Number(n) => Some(Cow::Owned(n.to_string())),
-                Value::Bool(b) => Some(Cow::Owned(b.to_string())),
-                _ => None,
+            Fields::Json(record) => match record.get(key)? {
+                JsonValue::Str(range) => Some(Cow::Borrowed(record.text(range))),
+                JsonValue::Number(n) => Some(Cow::Owned(n.to_string())),
+                JsonValue::Bool(b) => Some(Cow::Owned(b.to_string())),
+                JsonValue::Other => None,
             },
         }
     }
@@ -484,15 +485,15 @@ impl<'a> Fields<'a> {
     pub(crate) fn has(&self, key: &str) -> bool {
         match self {
             Fields::Text(_) => self.get(key).is_some(),
-            Fields::Json(map) => map.contains_key(key),
+            Fields::Json(record) => record.get(key).is_some(),
         }
     }
 
     /// `key` as an unsigned integer, exactly: JSON numbers through `as_u64`, text through `u64::from_str`, never
     /// through `f64` (worker ids exceed 2^53). Debug-formatted `Some(n)` and a trailing comma are accepted.
     pub(crate) fn u64(&self, key: &str) -> Option<u64> {
-        if let Fields::Json(map) = self
-            && let Some(Value::Number(n)) = map.get(key)
+        if let Fields::Json(record) = self
+            && let Some(JsonValue::Number(n)) = record.get(key)
         {
             return n.as_u64();
         }
@@ -501,8 +502,8 @@ impl<'a> Fields<'a> {
 
     /// `key` as a number (`"1203.00"`, `5`, `"5"`).
     pub(crate) fn f64(&self, key: &str) -> Option<f64> {
-        if let Fields::Json(map) = self
-            && let Some(Value::Number(n)) = map.get(key)
+        if let Fields::Json(record) = self
+            && let Some(JsonValue::Number(n)) = record.get(key)
         {
             return n.as_f64().filter(|v| v.is_finite());
         }
@@ -1334,8 +1335,8 @@ mod tests {
         assert_eq!(f.u64("total_kv_blocks"), Some(2859));
         assert_eq!(f.get("note").as_deref(), Some(r#"a \"q\" b=c"#));
         assert_eq!(f.get("b"), None, "a key inside a quoted value is not a field");
-        let json: Map<String, Value> =
-            serde_json::from_str(r#"{"instance_id":7587888160958627596,"elapsed_ms":"5","x":"7587888160958627596"}"#)
+        let json =
+            JsonRecord::parse(r#"{"instance_id":7587888160958627596,"elapsed_ms":"5","x":"7587888160958627596"}"#)
                 .unwrap();
         let f = Fields::Json(&json);
         assert_eq!(f.u64("instance_id"), Some(7_587_888_160_958_627_596));
@@ -1520,7 +1521,7 @@ mod tests {
 
     #[test]
     fn json_span_events() {
-        let closed: Map<String, Value> = serde_json::from_str(
+        let closed = JsonRecord::parse(
             r#"{"message":"SPAN_CLOSED","span_name":"handle_payload","time.busy_us":1090,"time.duration_us":2121090,"time.idle_us":2120000}"#,
         )
         .unwrap();
@@ -1528,14 +1529,14 @@ mod tests {
             classify("SPAN_CLOSED", "", None, &Fields::Json(&closed)),
             Line::Span { event: SpanEvent::Closed { duration_ns: Some(2_121_090_000) }, name: SpanName::HandlePayload }
         );
-        let older: Map<String, Value> =
-            serde_json::from_str(r#"{"method":"POST","uri":"/v1/chat/completions","time.busy_us":5,"time.idle_us":7}"#)
+        let older =
+            JsonRecord::parse(r#"{"method":"POST","uri":"/v1/chat/completions","time.busy_us":5,"time.idle_us":7}"#)
                 .unwrap();
         assert_eq!(
             classify("SPAN_CLOSED", "", None, &Fields::Json(&older)),
             Line::Span { event: SpanEvent::Closed { duration_ns: Some(12_000) }, name: SpanName::HttpRequest }
         );
-        let created: Map<String, Value> = serde_json::from_str(r#"{"span_name":"http-request"}"#).unwrap();
+        let created = JsonRecord::parse(r#"{"span_name":"http-request"}"#).unwrap();
         for message in ["SPAN_CREATED", "SPAN_FIRST_ENTRY"] {
             assert_eq!(
                 classify(message, "", None, &Fields::Json(&created)),

@@ -91,6 +91,7 @@
 //!   without a diagnostic; `http response sent` is counted by status in `details.http_responses`.
 
 mod events;
+mod json;
 mod line;
 
 use std::borrow::Cow;
@@ -104,9 +105,9 @@ use infertrace_adapter::{
     UtcOffset, utf8_line,
 };
 use infertrace_schema::ClockDomain;
-use serde_json::{Map, Value};
 
 use events::{Folder, Record};
+use json::{JsonRecord, JsonValue};
 use line::{Fields, Line};
 
 /// A torn record stops growing at this many bytes.
@@ -181,26 +182,17 @@ impl Adapter for DynamoLog {
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
     ) -> Result<ParseReport, ParseError> {
-        let json = starts_with_json(input.fill_buf()?);
         let mut lines = LineReader::new(input);
         let mut folder = Folder::new(ctx);
         let mut seen = Seen::default();
         let mut record = Pending::default();
-        let mut fold = |line_no, bytes: &[u8], prepared| {
+        map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
             match prepared {
                 // Not UTF-8 or too long (reported here), or blank.
                 Prepared::Skipped => drop(utf8_line(line_no, bytes, sink)),
-                Prepared::Json { wrapper } => {
+                Prepared::Json(json) => {
                     record.flush(&mut folder, &mut seen, sink)?;
-                    // Validated on the pool: `utf8_line` reports nothing.
-                    let Some(text) = utf8_line(line_no, bytes, sink).and_then(|text| text.get(wrapper..)) else {
-                        return Ok(());
-                    };
-                    let clean = line::strip_ansi(text);
-                    match whole_json(&clean) {
-                        Some(map) => json_map(map, line_no, &mut folder, &mut seen, sink)?,
-                        None => record = Pending { text: text.to_owned(), line: line_no, open: true, read: None },
-                    }
+                    json_map(json, line_no, &mut folder, &mut seen, sink)?;
                 }
                 Prepared::Start { text, read } => {
                     record.flush(&mut folder, &mut seen, sink)?;
@@ -220,15 +212,7 @@ impl Adapter for DynamoLog {
                 }
             }
             Ok::<_, ParseError>(())
-        };
-        if json {
-            // The pool would have little to do: JSON records are parsed by the fold (see `Prepared::Json`).
-            while let Some((line_no, bytes)) = lines.next_bytes()? {
-                fold(line_no, bytes, prepare(bytes))?;
-            }
-        } else {
-            map_lines(&mut lines, prepare, &mut fold)?;
-        }
+        })?;
         record.flush(&mut folder, &mut seen, sink)?;
         let mut details = folder.finish(sink)?;
         if seen.continuation_lines > 0 {
@@ -249,26 +233,16 @@ impl Adapter for DynamoLog {
 enum Prepared {
     /// Not UTF-8 or too long (the fold reports it), or blank.
     Skipped,
-    /// The start of a JSON record, after `wrapper` bytes of harness wrapper. It is parsed by the fold: a parsed
-    /// object is dozens of allocations, and handing them to another thread to free made a JSONL log 30% slower on
-    /// two threads than on one.
-    Json { wrapper: usize },
-    /// The start of a readable record: its text (harness wrapper removed, colour codes kept, since a piece appended
-    /// to it can complete a torn code) and what it says as it stands.
+    /// A whole JSON record, parsed (into a [`JsonRecord`], two allocations: a `serde_json::Map`'s dozens, freed on
+    /// the fold's thread, made a JSONL log 30% slower on two threads than on one).
+    Json(JsonRecord),
+    /// The start of any other record: its text (harness wrapper removed, colour codes kept, since a piece appended
+    /// to it can complete a torn code) and, for a readable record, what it says as it stands.
     Start { text: String, read: Option<TextRead> },
     /// A line of another program.
     Foreign,
     /// Neither: a piece of a torn record when one is open (wrapper removed).
     Piece(String),
-}
-
-/// Whether the first non-blank line of `head` starts a JSON record (a JSONL log, read on one thread).
-fn starts_with_json(head: &[u8]) -> bool {
-    let first = head.split(|&b| b == b'\n').find(|line| !line.trim_ascii().is_empty());
-    first.is_some_and(|line| {
-        let text = String::from_utf8_lossy(line);
-        line::strip_ansi(line::strip_wrapper(&text)).trim_start().starts_with('{')
-    })
 }
 
 /// [`map_lines`]'s pure stage: one physical line read on its own.
@@ -277,14 +251,15 @@ fn prepare(bytes: &[u8]) -> Prepared {
     if text.trim_ascii().is_empty() {
         return Prepared::Skipped;
     }
-    let line = text;
-    let text = line::strip_wrapper(line);
+    let text = line::strip_wrapper(text);
     let clean = line::strip_ansi(text);
     if line::starts_record(&clean) {
-        if clean.trim_start().starts_with('{') {
-            return Prepared::Json { wrapper: line.len() - text.len() };
+        if let Some(record) = whole_json(&clean) {
+            return Prepared::Json(record);
         }
-        Prepared::Start { text: text.to_owned(), read: Some(read_text(clean)) }
+        // A JSON record that is not whole waits for its pieces, and is read when they have come.
+        let read = (!clean.trim_start().starts_with('{')).then(|| read_text(clean));
+        Prepared::Start { text: text.to_owned(), read }
     } else if line::is_foreign(&clean) {
         Prepared::Foreign
     } else {
@@ -439,9 +414,9 @@ fn text_record(
 }
 
 /// The object a physical line holds whole (colour codes removed), if it is one: such a record needs no continuation.
-fn whole_json(clean: &str) -> Option<Map<String, Value>> {
+fn whole_json(clean: &str) -> Option<JsonRecord> {
     let clean = clean.trim();
-    if clean.starts_with('{') { serde_json::from_str(clean).ok() } else { None }
+    if clean.starts_with('{') { JsonRecord::parse(clean).ok() } else { None }
 }
 
 fn json_record(
@@ -451,8 +426,8 @@ fn json_record(
     seen: &mut Seen,
     sink: &mut dyn Sink,
 ) -> Result<(), ParseError> {
-    match serde_json::from_str(clean) {
-        Ok(map) => json_map(map, line_no, folder, seen, sink),
+    match JsonRecord::parse(clean) {
+        Ok(json) => json_map(json, line_no, folder, seen, sink),
         Err(e) => {
             let message = infertrace_adapter::json::error_message(&e);
             sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message));
@@ -462,13 +437,13 @@ fn json_record(
 }
 
 fn json_map(
-    map: Map<String, Value>,
+    json: JsonRecord,
     line_no: u64,
     folder: &mut Folder<'_>,
     seen: &mut Seen,
     sink: &mut dyn Sink,
 ) -> Result<(), ParseError> {
-    let Some(Value::String(message)) = map.get("message") else {
+    let Some(message) = json.str("message") else {
         sink.diagnostic(Diagnostic::new(
             line_no,
             DiagnosticKind::NotARecord,
@@ -477,28 +452,22 @@ fn json_map(
         return Ok(());
     };
     seen.json += 1;
-    match message.as_str() {
+    match message {
         "SPAN_CREATED" => seen.span_created += 1,
         "SPAN_FIRST_ENTRY" => seen.span_first_entry += 1,
         _ => {}
     }
-    let time = match map.get("time") {
-        Some(Value::String(t)) => known(instant(t), line_no, sink),
+    let time = match json.get("time") {
+        Some(JsonValue::Str(t)) => known(instant(json.text(t)), line_no, sink),
         Some(_) => {
             sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::InvalidValue, "`time` is not a string"));
             None
         }
         None => None,
     };
-    let target = match map.get("target") {
-        Some(Value::String(t)) => t.as_str(),
-        _ => "",
-    };
-    let span = match map.get("span_name") {
-        Some(Value::String(s)) => Some(s.as_str()),
-        _ => None,
-    };
-    let fields = Fields::Json(&map);
+    let target = json.str("target").unwrap_or("");
+    let span = json.str("span_name");
+    let fields = Fields::Json(&json);
     let kind = if target == "log" { Line::Other } else { line::classify(message, target, span, &fields) };
     folder.apply(Record { line: line_no, time, fields, kind }, sink)?;
     Ok(())
