@@ -125,11 +125,11 @@ impl Rows<'_, '_> {
     fn row(&mut self, origin: &Origin, event: CacheEventKind) -> CacheEvent {
         CacheEvent {
             time: origin.time,
-            source: DynamoKvEvents::ID.to_owned(),
-            instance: origin.instance.clone(),
+            source: DynamoKvEvents::ID.into(),
+            instance: origin.instance.as_deref().map(Into::into),
             tier: Some(origin.tier),
             event,
-            source_file: Some(self.ctx.source_file.to_owned()),
+            source_file: Some(self.ctx.source_file.into()),
             source_line: Some(self.line),
             ..CacheEvent::default()
         }

@@ -263,13 +263,13 @@ fn request_end(
         match blocks.and_then(|b| u32::try_from(b).ok()) {
             Some(blocks) => sink.cache_event(CacheEvent {
                 time: at(queue_s.or(Some(0.0))),
-                source: DynamoRequestTrace::ID.to_owned(),
-                instance: prefill_instance.clone().or(decode_instance.clone()),
+                source: DynamoRequestTrace::ID.into(),
+                instance: prefill_instance.as_deref().or(decode_instance.as_deref()).map(Into::into),
                 event: CacheEventKind::Lookup,
                 request_id: Some(request_id.clone()),
                 blocks: Some(blocks),
                 hit_blocks: Some((rate * f64::from(blocks)).round() as u32),
-                source_file: Some(ctx.source_file.to_owned()),
+                source_file: Some(ctx.source_file.into()),
                 source_line: Some(line),
                 ..CacheEvent::default()
             })?,

@@ -41,7 +41,7 @@ fn lookups(sink: &CollectSink) -> Vec<Lookup> {
         .iter()
         .map(|e: &CacheEvent| {
             assert_eq!(e.event, CacheEventKind::Lookup);
-            (e.instance.clone().unwrap(), e.tier.unwrap(), e.hit_blocks, e.blocks, e.request_id.clone())
+            (e.instance.as_deref().unwrap().to_owned(), e.tier.unwrap(), e.hit_blocks, e.blocks, e.request_id.clone())
         })
         .collect()
 }

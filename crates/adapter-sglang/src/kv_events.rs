@@ -115,7 +115,7 @@ mod tests {
         );
         let diagnostics: Vec<_> = sink.diagnostics.iter().map(|d| (d.line, d.kind, d.message.as_str())).collect();
         assert_eq!(diagnostics, [(2, DiagnosticKind::MalformedRecord, "not a KV event batch: unknown medium")]);
-        assert!(sink.cache_events.iter().all(|e| e.source == "sglang-kv-events"));
+        assert!(sink.cache_events.iter().all(|e| &*e.source == "sglang-kv-events"));
     }
 
     #[test]

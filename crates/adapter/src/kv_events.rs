@@ -18,12 +18,14 @@
 //! bits. `token_ids` are never read into an output. Trailing array elements and unknown map keys are ignored.
 
 use std::io::{BufRead, ErrorKind};
+use std::sync::Arc;
 
 use infertrace_schema::{CacheEvent, CacheEventKind, CacheTier, ClockDomain, DatasetError};
 use rmpv::Value;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::parallel::map_lines;
+use crate::shared::SharedText;
 
 use crate::time::seconds_to_nanos;
 use crate::{Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line};
@@ -69,6 +71,7 @@ pub fn parse(
 ) -> Result<ParseReport, ParseError> {
     let binary = looks_like_msgpack_batch(input.fill_buf()?);
     let mut batches = 0;
+    let mut shared = SharedText::default();
     if binary {
         loop {
             if input.fill_buf()?.is_empty() {
@@ -76,7 +79,7 @@ pub fn parse(
             }
             batches += 1;
             match rmpv::decode::read_value(&mut &mut *input) {
-                Ok(value) => emit(dialect, interpret(dialect, &value), batches, ctx, sink)?,
+                Ok(value) => emit(dialect, interpret(dialect, &value), batches, ctx, &mut shared, sink)?,
                 Err(rmpv::decode::Error::InvalidMarkerRead(e) | rmpv::decode::Error::InvalidDataRead(e))
                     if e.kind() != ErrorKind::UnexpectedEof =>
                 {
@@ -105,7 +108,7 @@ pub fn parse(
         };
         map_lines(&mut lines, prepare, |line_no, bytes, batch| {
             match batch {
-                Some(Ok(batch)) => emit(dialect, batch, line_no, ctx, sink)?,
+                Some(Ok(batch)) => emit(dialect, batch, line_no, ctx, &mut shared, sink)?,
                 Some(Err(message)) => {
                     sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message));
                 }
@@ -398,6 +401,7 @@ fn emit(
     batch: Result<Batch, &'static str>,
     line: u64,
     ctx: &ParseContext<'_>,
+    shared: &mut SharedText,
     sink: &mut dyn Sink,
 ) -> Result<(), DatasetError> {
     let bad = |sink: &mut dyn Sink, what: &str| {
@@ -410,19 +414,23 @@ fn emit(
             return Ok(());
         }
     };
+    // Every row of the input shares these (one allocation each, not three a row).
+    let source = shared.get(dialect.source);
+    let file = shared.get(ctx.source_file);
+    let instance = batch.instance.map(|instance| shared.get(&instance));
     for item in batch.items {
         match item {
             Ok(block) => sink.cache_event(CacheEvent {
                 time: Some(batch.time),
-                source: dialect.source.to_owned(),
-                instance: batch.instance.clone(),
+                source: Arc::clone(&source),
+                instance: instance.clone(),
                 tier: Some(block.tier),
                 event: block.event,
                 block_hash: block.block_hash,
                 parent_hash: block.parent_hash,
                 blocks: block.blocks,
                 tokens: block.tokens,
-                source_file: Some(ctx.source_file.to_owned()),
+                source_file: Some(Arc::clone(&file)),
                 source_line: Some(line),
                 ..CacheEvent::default()
             })?,

@@ -125,12 +125,16 @@ fn every_thread_count_writes_the_same_bytes() {
         use infertrace_adapter_dynamo::generate::log::{LogMode, LogOptions, write_log};
         write_log(out, LogOptions { requests: 1_500, mode: LogMode::Jsonl, seed: 3 }).map(drop)
     });
-    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt, &dynamo, &dynamo_jsonl] {
+    let kv_events = write("vllm-kv-events.jsonl", &|out| {
+        use infertrace_adapter_vllm::generate::{KvEncoding, write_kv_events};
+        write_kv_events(out, 4_000, KvEncoding::JsonLines, 3).map(drop)
+    });
+    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt, &dynamo, &dynamo_jsonl, &kv_events] {
         let bytes = std::fs::metadata(path).unwrap().len();
         assert!(bytes > 600_000, "{} is only {bytes} bytes: too few chunks to test", path.display());
     }
     let mut inputs = common::valid_inputs();
-    inputs.extend([vllm, sglang, mooncake, azure, burstgpt, dynamo, dynamo_jsonl]);
+    inputs.extend([vllm, sglang, mooncake, azure, burstgpt, dynamo, dynamo_jsonl, kv_events]);
     let run = |threads: usize| {
         let output = dir.path().join(format!("threads-{threads}"));
         let options =
@@ -139,12 +143,13 @@ fn every_thread_count_writes_the_same_bytes() {
         (report.manifest, common::dataset_files(&output))
     };
     let (manifest, one) = run(1);
-    // The generated inputs are the last seven; each made rows.
-    let generated = &manifest.inputs[manifest.inputs.len() - 7..];
+    // The generated inputs are the last eight; each made rows.
+    let generated = &manifest.inputs[manifest.inputs.len() - 8..];
     assert_eq!(
         generated.iter().map(|i| i.format.as_str()).collect::<Vec<_>>(),
-        ["vllm-log", "sglang-log", "mooncake", "azure-llm", "burstgpt", "dynamo-log", "dynamo-log"]
+        ["vllm-log", "sglang-log", "mooncake", "azure-llm", "burstgpt", "dynamo-log", "dynamo-log", "vllm-kv-events"]
     );
+    assert!(generated[7].records.cache_events > 10_000, "{:?}", generated[7].records);
     assert_eq!(generated[0].records.requests, 40);
     assert_eq!((generated[3].records.requests, generated[4].records.requests), (20_000, 12_000));
     assert_eq!((generated[5].records.requests, generated[6].records.requests), (3_000, 1_500), "{generated:?}");

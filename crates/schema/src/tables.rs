@@ -130,9 +130,9 @@ table! {
     /// When the event happened.
     time / TIME: Time, optional, "";
     /// Format id of the adapter that produced the row.
-    source / SOURCE: Dict<String>, required, "";
+    source / SOURCE: Dict<Arc<str>>, required, "";
     /// Engine instance whose cache changed.
-    instance / INSTANCE: Dict<String>, optional, "";
+    instance / INSTANCE: Dict<Arc<str>>, optional, "";
     /// Cache tier: `gpu`, `cpu`, `disk` or `remote`.
     tier / TIER: Dict<CacheTier>, optional, "";
     /// What happened: `stored`, `removed`, `cleared` or `lookup`.
@@ -154,7 +154,7 @@ table! {
     /// Time the operation took (retrieval latency for lookups and loads).
     latency_s / LATENCY_S: F64, optional, "s";
     /// Input file the row came from, as given on the command line.
-    source_file / SOURCE_FILE: Dict<String>, optional, "";
+    source_file / SOURCE_FILE: Dict<Arc<str>>, optional, "";
     /// Line of `source_file` (1-based).
     source_line / SOURCE_LINE: U64, optional, "";
 }

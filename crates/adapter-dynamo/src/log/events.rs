@@ -653,14 +653,14 @@ impl<'c> Folder<'c> {
         };
         let row = |tier: CacheTier, hit_blocks: Option<u32>, blocks: Option<u32>| CacheEvent {
             time: lookup.time,
-            source: DynamoLog::ID.to_owned(),
-            instance: Some(instance.clone()),
+            source: DynamoLog::ID.into(),
+            instance: Some(instance.as_str().into()),
             tier: Some(tier),
             event: CacheEventKind::Lookup,
             request_id: lookup.request_id.clone(),
             blocks,
             hit_blocks,
-            source_file: Some(self.ctx.source_file.to_owned()),
+            source_file: Some(self.ctx.source_file.into()),
             source_line: Some(lookup.line),
             ..CacheEvent::default()
         };
