@@ -363,3 +363,18 @@ proptest! {
         let _ = parse(&mutate(fixture(path), &edits));
     }
 }
+
+/// A record whose target ends the line has no message; it is read (and makes no diagnostic) on the pool and on one
+/// thread alike. Its empty parts are slices at the end of the line, which the pool hands on as byte ranges.
+#[test]
+fn a_record_that_ends_with_its_target_is_read() {
+    let text = concat!(
+        "2026-02-27T14:47:21.385061Z  INFO dynamo_llm::http::service:\n",
+        "2026-02-27T14:47:22.000000Z  INFO x::y: request received request_id=r1\n",
+    );
+    let (sink, report) = parse(text.as_bytes());
+    assert_eq!(diagnostics(&sink), []);
+    assert_eq!(report.format_version.as_deref(), Some("readable"));
+    assert_eq!(sink.requests.len(), 1);
+    assert_eq!(sink.requests[0].arrival_time, Some(utc(2026, 2, 27, (14, 47, 22), 0)));
+}

@@ -10,7 +10,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;
 
 /// The top-level fields of one JSON object.
@@ -153,13 +153,72 @@ impl<'de> Visitor<'de> for Field<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JsonValue, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element_seed(Nested)?.is_some() {}
         Ok(JsonValue::Other)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonValue, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        while map.next_key_seed(Nested)?.is_some() {
+            map.next_value_seed(Nested)?;
+        }
         Ok(JsonValue::Other)
+    }
+}
+
+/// A value inside an array or object: read as a `serde_json::Value` would be read (every string's escapes, every
+/// number's range, the nesting limit: serde's `IgnoredAny` checks none of them, and a record it accepted was
+/// refused before), then dropped.
+struct Nested;
+
+impl<'de> DeserializeSeed<'de> for Nested {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Nested {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Nested)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Nested)?.is_some() {
+            map.next_value_seed(Nested)?;
+        }
+        Ok(())
     }
 }
 
@@ -221,10 +280,29 @@ mod tests {
         /// nested values, `null`), and broken ones.
         #[test]
         fn records_read_what_a_map_reads(
-            text in " ?\\{( ?\"(a|b|time|message|\u{e9}|k\\\\\"|)\" ?: ?(\"[a-z\u{e9}\\\\\"\\\\n]{0,3}\"|\"\\\\u00e9\"|-?[0-9]{1,20}(\\.[0-9]{1,3})?(e-?[0-9]{1,3})?|true|false|null|\\[1, ?\\{\"a\":2\\}\\]|\\{\"a\": ?[1,2]\\}|\\[|nul|\"x) ?,?){0,5}\\}? ?x?"
+            text in " ?\\{( ?\"(a|b|time|message|\u{e9}|k\\\\\"|)\" ?: ?(\"[a-z\u{e9}\\\\\"\\\\n]{0,3}\"|\"\\\\u00e9\"|-?[0-9]{1,20}(\\.[0-9]{1,3})?(e-?[0-9]{1,3})?|true|false|null|\\[1, ?\\{\"a\":2\\}\\]|\\{\"a\": ?[1,2]\\}|\\[\"\\\\ud800\"\\]|\\[\"\\\\ud83d\\\\ude00\"\\]|\\[1e400\\]|\\{\"a\": ?-1e999\\}|\\{\"\\\\ud800\": ?1\\}|\\[\\[1,\\]\\]|\\[\\{\"a\":1,\\}\\]|\\[{120,140}|\\[|nul|\"x) ?,?){0,5}\\}? ?x?"
         ) {
             agree(&text)?;
         }
+    }
+
+    #[test]
+    fn nested_values_are_refused_where_a_map_refuses_them() {
+        let deep = format!(r#"{{"a":{}1{}}}"#, "[".repeat(130), "]".repeat(130));
+        let shallow = format!(r#"{{"a":{}1{}}}"#, "[".repeat(100), "]".repeat(100));
+        for text in [
+            r#"{"message":"x","o":["\ud800"]}"#,
+            r#"{"o":[1e400]}"#,
+            r#"{"o":{"a":-1e999}}"#,
+            r#"{"o":{"\ud800":1}}"#,
+            r#"{"o":[[1,]]}"#,
+            deep.as_str(),
+        ] {
+            let expected = serde_json::from_str::<Map<String, Value>>(text).unwrap_err().to_string();
+            assert_eq!(JsonRecord::parse(text).unwrap_err().to_string(), expected, "{text}");
+        }
+        assert_eq!(JsonRecord::parse(&shallow).unwrap().get("a"), Some(&JsonValue::Other));
+        assert_eq!(JsonRecord::parse(r#"{"o":["\ud83d\ude00"]}"#).unwrap().get("o"), Some(&JsonValue::Other));
     }
 
     #[test]

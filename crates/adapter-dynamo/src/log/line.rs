@@ -329,7 +329,9 @@ pub(crate) fn parse_text(clean: &str) -> Option<TextRecord<'_>> {
     if tokens.is_empty() {
         // `target: message` is the minimum; a target at the very end of the line has no message.
         let token = rest.strip_suffix(':').filter(|t| !t.is_empty() && !t.contains(char::is_whitespace))?;
-        return Some(TextRecord { time, level, span: None, spans: "", target: token, body: "" });
+        // Every part is a slice of `clean` (the empty ones too: the adapter reads them as byte ranges of it).
+        let end = &rest[rest.len()..];
+        return Some(TextRecord { time, level, span: None, spans: end, target: token, body: end });
     }
     let is_target = |t: &str| t.contains("::") || matches!(t, "request_span" | "span_event" | "log");
     let target_index = tokens.iter().rposition(|&(s, e)| is_target(&rest[s..e])).unwrap_or(0);

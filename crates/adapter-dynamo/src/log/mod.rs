@@ -335,19 +335,25 @@ fn read_text(clean: Cow<'_, str>) -> TextRead {
 
 fn text_parts(clean: &str) -> Option<TextParts> {
     let record = line::parse_text(clean.trim())?;
-    // Every part is a slice of `clean`.
+    // Every part is a slice of `clean` (`parse_text` and `text_fields` return nothing else). Were one not, the
+    // record would be reported as unreadable rather than its ranges point elsewhere.
     let at = |part: &str| {
-        let start = part.as_ptr() as usize - clean.as_ptr() as usize;
-        start..start + part.len()
+        let start = (part.as_ptr() as usize).checked_sub(clean.as_ptr() as usize)?;
+        (start + part.len() <= clean.len()).then_some(start..start + part.len())
     };
     let fraction = record.time.rsplit_once('.').map(|(_, f)| f.bytes().take_while(u8::is_ascii_digit).count());
+    let pairs: Option<Vec<_>> =
+        line::text_fields(record.body).into_iter().map(|(k, v)| Some((at(k)?, at(v)?))).collect();
     Some(TextParts {
         time: instant(record.time),
         millis: fraction == Some(3),
-        span: record.span.map(at),
-        target: at(record.target),
-        body: at(record.body),
-        pairs: line::text_fields(record.body).into_iter().map(|(k, v)| (at(k), at(v))).collect(),
+        span: match record.span {
+            Some(span) => Some(at(span)?),
+            None => None,
+        },
+        target: at(record.target)?,
+        body: at(record.body)?,
+        pairs: pairs?,
     })
 }
 
