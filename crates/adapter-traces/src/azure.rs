@@ -242,7 +242,7 @@ impl AzureLlm {
             if instant.had_zone { zones.with += 1 } else { zones.without += 1 }
         }
         Some(RequestRow {
-            request_id: format!("{stem}:{line}"),
+            request_id: infertrace_adapter::line_id(stem, line),
             source: self.id().to_owned(),
             arrival_time: arrival.map(|a| a.nanos),
             input_tokens: context,

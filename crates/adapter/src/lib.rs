@@ -36,6 +36,20 @@ pub use shared::SharedText;
 pub use sink::{CollectSink, Sink};
 pub use time::{ParseOptions, UtcOffset};
 
+/// The request id of a row a trace does not name: `stem:number` (the input's stem and the line, or the index).
+///
+/// One allocation and an integer write rather than `format!`, whose formatting machinery was 6–9% of reading an
+/// Azure or BurstGPT trace (one id per row).
+pub fn line_id(stem: &str, number: u64) -> String {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(number);
+    let mut id = String::with_capacity(stem.len() + 1 + digits.len());
+    id.push_str(stem);
+    id.push(':');
+    id.push_str(digits);
+    id
+}
+
 use infertrace_schema::{ClockDomain, DatasetError, YearAssumption};
 
 /// How sure an adapter is that it can parse an input.
@@ -120,4 +134,14 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
     ) -> Result<ParseReport, ParseError>;
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn line_ids_are_stem_colon_number() {
+        assert_eq!(super::line_id("azure_code_2023", 2), "azure_code_2023:2");
+        assert_eq!(super::line_id("", 0), ":0");
+        assert_eq!(super::line_id("t", u64::MAX), "t:18446744073709551615");
+    }
 }

@@ -345,7 +345,7 @@ impl<'a> State<'a> {
         }
         let e2e = elapsed.flatten();
         Some(RequestRow {
-            request_id: format!("{}:{line}", self.stem),
+            request_id: infertrace_adapter::line_id(self.stem, line),
             source: "burstgpt".to_owned(),
             model: model.map(str::to_owned),
             session_id: session.map(str::to_owned),

@@ -372,7 +372,7 @@ fn workload_row(
     }
     let hashes = ids.map(|ids| ids.hashes).filter(|h| !h.is_empty());
     Some(RequestRow {
-        request_id: format!("{stem}:{line}"),
+        request_id: infertrace_adapter::line_id(stem, line),
         source: LlmServingSim::ID.to_owned(),
         arrival_time: arrival,
         input_tokens: input,

@@ -461,7 +461,7 @@ impl<'c> Parser<'c> {
 
         let input_tokens = record.input_length.and_then(|n| crate::token_count(n, "input_length", line, sink));
         let mut row = RequestRow {
-            request_id: format!("{}:{line}", self.stem),
+            request_id: infertrace_adapter::line_id(&self.stem, line),
             source: self.source.to_owned(),
             session_id: session,
             turn,
