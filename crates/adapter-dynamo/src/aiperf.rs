@@ -927,7 +927,7 @@ fn record(
         id.to_owned()
     } else {
         stats.ids_from_line += 1;
-        format!("{stem}:{last}")
+        infertrace_adapter::line_id(stem, last)
     };
     let session = str_field("x_correlation_id").or_else(|| str_field("conversation_id"));
     let parent = str_field("parent_correlation_id");

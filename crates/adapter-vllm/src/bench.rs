@@ -251,7 +251,7 @@ impl VllmBench {
             let itl_sum = at(&result.itls);
             let e2e = at(&result.latencies).or_else(|| Some(ttft? + itl_sum?)).filter(|_| !failed);
             let mut row = RequestRow {
-                request_id: format!("{stem}:{i}"),
+                request_id: infertrace_adapter::line_id(stem, i as u64),
                 source: Self::ID.to_owned(),
                 model: result.model_id.clone(),
                 input_tokens: input.and_then(|n| u32::try_from(n).ok()),

@@ -194,7 +194,7 @@ impl Entry {
             .x_request_id
             .or(self.request_id)
             .or(self.trace_id)
-            .unwrap_or_else(|| format!("{}:{}", ctx.source_stem(), self.last_line));
+            .unwrap_or_else(|| infertrace_adapter::line_id(ctx.source_stem(), self.last_line));
         RequestRow {
             request_id,
             source: DynamoLog::ID.to_owned(),

@@ -175,7 +175,7 @@ pub(super) fn parse(
         let row = RequestRow {
             request_id: match (session, record.round) {
                 (Some(id), Some(round)) => format!("{id}_round_{round:06}"),
-                _ => format!("{stem}:{line_no}"),
+                _ => infertrace_adapter::line_id(stem, line_no),
             },
             source: source.to_owned(),
             session_id: session.map(str::to_owned),

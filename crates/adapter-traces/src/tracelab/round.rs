@@ -181,7 +181,7 @@ fn row(
     RequestRow {
         request_id: match round.round_id.as_deref().filter(|id| !id.is_empty()) {
             Some(id) => id.to_owned(),
-            None => format!("{stem}:{line}"),
+            None => infertrace_adapter::line_id(stem, line),
         },
         source: source.to_owned(),
         model: round.model.map(Cow::into_owned),
