@@ -99,6 +99,7 @@
 //!   restarts at turn 0); request arrivals for dependencies, at most 100,000 (oldest forgotten).
 
 mod applied;
+mod plain;
 mod record;
 mod state;
 
@@ -299,7 +300,12 @@ const LOOK_AHEAD: usize = 16;
 fn prepare(bytes: &[u8], digest: &Digest) -> Option<Result<Prepared, String>> {
     let line = infertrace_adapter::utf8(bytes)?;
     (!line.trim_ascii().is_empty()).then(|| {
-        serde_json::from_str::<Record<'_>>(line).map(|r| r.prepare(digest)).map_err(|e| json::error_message(&e))
+        // The common row by hand; anything else, and every error, as serde_json reads it.
+        let record = match plain::read(line) {
+            Some(record) => record,
+            None => serde_json::from_str::<Record<'_>>(line).map_err(|e| json::error_message(&e))?,
+        };
+        Ok(record.prepare(digest))
     })
 }
 
