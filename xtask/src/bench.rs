@@ -8,7 +8,11 @@
 //! `--rows` rows. Each command runs `--runs` times (default 3) and the median is reported, with MB/s (input bytes,
 //! 10⁶), rows/s (rows written), the peak resident memory of the normalize process (from `/proc/<pid>/status`
 //! `VmHWM`, polled; `-` where unavailable), the output's size as a share of the input's, and the anchors' medians
-//! and ratios. The release binary is built first. Not part of CI: it takes minutes and needs disk.
+//! and ratios. The vLLM and SGLang logs are then timed again as users keep rotated logs, gzip'd (level 6,
+//! logrotate's `compress`) and zstd'd (level 3, the `zstd` command's default), against their plain runs and the
+//! `gzip -dc` and `zstd -dc` commands alone (the decompression floor; `-` where the command is missing), and as a
+//! fleet's log shipper leaves them, a directory of gzip'd parts of 4 MiB of text, against the one plain file. The
+//! release binary is built first. Not part of CI: it takes minutes and needs disk.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write as _};
@@ -287,7 +291,232 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     ];
     print_table(&headers, table);
     println!("medians of {} runs; MB = 10^6 bytes; inputs in {}", options.runs, dir.display());
+    compressed(&binary, &dir, &inputs[..2], options.runs)?;
+    fleet(&binary, &dir, &inputs[..2], options.runs)?;
     simulations(root, &binary, &dir, options.runs)
+}
+
+/// How a compressed copy of a bench input is written, and the command that only decompresses it.
+struct Codec {
+    name: &'static str,
+    extension: &'static str,
+    /// The command and its flags that write the decompressed bytes to stdout.
+    floor: [&'static str; 2],
+    compress: fn(&mut dyn std::io::Read, &mut dyn std::io::Write) -> std::io::Result<()>,
+}
+
+const CODECS: [Codec; 2] = [
+    Codec {
+        name: "gzip -6",
+        extension: "gz",
+        floor: ["gzip", "-dc"],
+        compress: |text, out| {
+            let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
+            std::io::copy(text, &mut gz)?;
+            gz.finish().map(drop)
+        },
+    },
+    Codec {
+        name: "zstd -3",
+        extension: "zst",
+        floor: ["zstd", "-dc"],
+        compress: |text, out| zstd::stream::copy_encode(text, out, 3),
+    },
+];
+
+/// Times `normalize` on gzip'd and zstd'd copies of `inputs` (written once, next to them, and again whenever their
+/// source is newer), against the same input uncompressed and the decompression commands alone. The plain input is
+/// timed again here, in the same rounds as its copies, so that "× plain" compares runs minutes apart at most: this
+/// kind of machine's speed drifts by more than the difference measured.
+fn compressed(binary: &Path, dir: &Path, inputs: &[Input], runs: usize) -> Result<()> {
+    let mut table = Vec::new();
+    for input in inputs {
+        let bytes = fs::metadata(&input.path)?.len();
+        let mut paths = Vec::new();
+        for codec in &CODECS {
+            let path = PathBuf::from(format!("{}.{}", input.path.display(), codec.extension));
+            let stale = |p: &Path| -> Result<bool> {
+                Ok(!p.exists() || fs::metadata(p)?.modified()? < fs::metadata(&input.path)?.modified()?)
+            };
+            if stale(&path)? {
+                eprintln!("compressing {} ({}) …", input.path.display(), codec.name);
+                let mut text = std::io::BufReader::with_capacity(
+                    1 << 20,
+                    File::open(&input.path).with_context(|| format!("cannot read {}", input.path.display()))?,
+                );
+                let mut out = BufWriter::with_capacity(
+                    1 << 20,
+                    File::create(&path).with_context(|| format!("cannot create {}", path.display()))?,
+                );
+                (codec.compress)(&mut text, &mut out).with_context(|| format!("cannot write {}", path.display()))?;
+                out.flush()?;
+            }
+            paths.push(path);
+        }
+        let normalize = |path: &Path, out: &Path| {
+            measure(Command::new(binary).arg("normalize").arg(path).arg("-o").arg(out).arg("--force"))
+        };
+        let floor_exists =
+            |codec: &Codec| Command::new(codec.floor[0]).arg("--version").output().is_ok_and(|o| o.status.success());
+        let mut plain = Vec::new();
+        // Per codec: normalize's times, the floor's, and the peak resident memory.
+        let mut timed: Vec<(Vec<Duration>, Vec<Duration>, Option<u64>)> =
+            vec![(Vec::new(), Vec::new(), None); CODECS.len()];
+        for run in 0..runs {
+            eprintln!("{} plain, gzip'd and zstd'd, round {}/{} …", input.name, run + 1, runs);
+            plain.push(normalize(&input.path, &dir.join(format!("{}-out", input.format)))?.0);
+            for ((codec, path), (ours, floor, peak)) in CODECS.iter().zip(&paths).zip(&mut timed) {
+                let (time, rss) = normalize(path, &dir.join(format!("{}-{}-out", input.format, codec.extension)))?;
+                ours.push(time);
+                *peak = rss.max(*peak);
+                if floor_exists(codec) {
+                    floor.push(measure(Command::new(codec.floor[0]).arg(codec.floor[1]).arg(path))?.0);
+                }
+            }
+        }
+        let plain = median(plain).as_secs_f64();
+        for ((codec, path), (ours, floor, peak)) in CODECS.iter().zip(&paths).zip(timed) {
+            let stored = fs::metadata(path)?.len();
+            let t = median(ours).as_secs_f64();
+            let f = (!floor.is_empty()).then(|| median(floor).as_secs_f64());
+            table.push(vec![
+                format!("{} ({})", input.name, codec.name),
+                format!("{:.0}", stored as f64 / 1e6),
+                format!("{:.0}", bytes as f64 / 1e6),
+                format!("{t:.2}"),
+                format!("{:.0}", bytes as f64 / 1e6 / t),
+                mib(peak),
+                format!("{plain:.2}"),
+                format!("{:.2}", t / plain),
+                f.map_or("-".to_owned(), |f| format!("{f:.2}")),
+                f.map_or("-".to_owned(), |f| format!("{:.2}", t / f)),
+            ]);
+        }
+    }
+    println!();
+    let headers = [
+        "compressed input",
+        "stored MB",
+        "MB",
+        "median s",
+        "MB/s",
+        "peak RSS MiB",
+        "plain s",
+        "× plain",
+        "decompress s",
+        "× decompress",
+    ];
+    print_table(&headers, table);
+    println!("MB and MB/s count decompressed bytes; plain s: the same log uncompressed, timed in the same rounds");
+    Ok(())
+}
+
+/// Bytes of log text per file of [`fleet`]'s directories.
+const FLEET_PART_BYTES: u64 = 4 << 20;
+
+/// Writes `input` again as a directory of gzip'd parts of about [`FLEET_PART_BYTES`] of text each, cut at line
+/// ends, as log shippers leave a fleet's logs (Fluent Bit's S3 output, CloudWatch exports); reused while newer than
+/// `input` and of the same part size.
+fn write_fleet(input: &Path, parts: &Path) -> Result<()> {
+    let marker = parts.join("parts.target");
+    let fresh =
+        fs::metadata(&marker).and_then(|m| Ok(m.modified()? >= fs::metadata(input)?.modified()?)).unwrap_or(false);
+    if fresh && fs::read_to_string(&marker).ok().as_deref() == Some(&FLEET_PART_BYTES.to_string()) {
+        return Ok(());
+    }
+    eprintln!("splitting {} into gzip'd parts …", input.display());
+    if parts.exists() {
+        fs::remove_dir_all(parts).with_context(|| format!("cannot remove {}", parts.display()))?;
+    }
+    fs::create_dir_all(parts).with_context(|| format!("cannot create {}", parts.display()))?;
+    let mut text = std::io::BufReader::with_capacity(
+        1 << 20,
+        File::open(input).with_context(|| format!("cannot read {}", input.display()))?,
+    );
+    let mut line = Vec::new();
+    let mut part = 0;
+    loop {
+        let path = parts.join(format!("part-{part:04}.log.gz"));
+        let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        let mut gz =
+            flate2::write::GzEncoder::new(BufWriter::with_capacity(1 << 20, file), flate2::Compression::new(6));
+        let mut written = 0;
+        while written < FLEET_PART_BYTES {
+            line.clear();
+            if std::io::BufRead::read_until(&mut text, b'\n', &mut line)? == 0 {
+                break;
+            }
+            gz.write_all(&line)?;
+            written += line.len() as u64;
+        }
+        gz.finish()?.flush()?;
+        if written == 0 {
+            // The text ended with the part before: no empty part, which no adapter would recognise.
+            fs::remove_file(&path)?;
+        }
+        if written < FLEET_PART_BYTES {
+            break;
+        }
+        part += 1;
+    }
+    fs::write(&marker, FLEET_PART_BYTES.to_string())?;
+    Ok(())
+}
+
+/// Times `normalize` on each of `inputs` cut into a directory of gzip'd parts (see [`write_fleet`]) against the
+/// same input as one plain file, in the same rounds: how a fleet's many files compare with one large one.
+fn fleet(binary: &Path, dir: &Path, inputs: &[Input], runs: usize) -> Result<()> {
+    let mut table = Vec::new();
+    for input in inputs {
+        let parts = dir.join(format!("{}-fleet", input.format));
+        write_fleet(&input.path, &parts)?;
+        let files =
+            fs::read_dir(&parts)?.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "gz"));
+        let (count, stored) = files.fold((0u64, 0u64), |(n, b), e| (n + 1, b + e.metadata().map_or(0, |m| m.len())));
+        let bytes = fs::metadata(&input.path)?.len();
+        let out = dir.join(format!("{}-fleet-out", input.format));
+        let (mut ours, mut plain, mut peak) = (Vec::new(), Vec::new(), None);
+        for run in 0..runs {
+            eprintln!("{} as {count} gzip'd files, and plain, round {}/{} …", input.name, run + 1, runs);
+            let (time, rss) =
+                measure(Command::new(binary).arg("normalize").arg(&parts).arg("-o").arg(&out).arg("--force"))?;
+            ours.push(time);
+            peak = rss.max(peak);
+            plain.push(
+                measure(
+                    Command::new(binary)
+                        .arg("normalize")
+                        .arg(&input.path)
+                        .arg("-o")
+                        .arg(dir.join(format!("{}-out", input.format)))
+                        .arg("--force"),
+                )?
+                .0,
+            );
+        }
+        let t = median(ours).as_secs_f64();
+        let p = median(plain).as_secs_f64();
+        table.push(vec![
+            input.name.to_owned(),
+            count.to_string(),
+            format!("{:.0}", stored as f64 / 1e6),
+            format!("{:.0}", bytes as f64 / 1e6),
+            format!("{t:.2}"),
+            format!("{:.0}", bytes as f64 / 1e6 / t),
+            mib(peak),
+            format!("{p:.2}"),
+            format!("{:.2}", t / p),
+        ]);
+    }
+    println!();
+    let headers =
+        ["as gzip'd parts", "files", "stored MB", "MB", "median s", "MB/s", "peak RSS MiB", "one file s", "× one file"];
+    print_table(&headers, table);
+    println!(
+        "each log cut into parts of {} MiB of text, gzip -6; one file s: the plain log, timed in the same rounds",
+        FLEET_PART_BYTES >> 20
+    );
+    Ok(())
 }
 
 /// Prints `table` under `headers`, every column right-aligned to its widest cell.

@@ -2,14 +2,14 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Chain, Cursor, Read};
+use std::io::{self, BufRead, Chain, Cursor, Read};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use flate2::read::MultiGzDecoder;
+use flate2::bufread::MultiGzDecoder;
 use sha2::{Digest, Sha256};
 
 /// Bytes of decompressed input given to [`Adapter::detect`](crate::Adapter::detect).
@@ -74,9 +74,36 @@ impl Default for DecompressionLimits {
     }
 }
 
+/// A decompressor reading the stored bytes in place from the reading thread's blocks.
+// One per compressed input, moved once into its thread: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Decoder {
+    Gzip(MultiGzDecoder<StoredReader>),
+    Zstd(zstd::Decoder<'static, StoredReader>),
+}
+
+impl Decoder {
+    /// The stored reader, given back once decoding ends, for the digest of the whole file.
+    fn into_stored(self) -> StoredReader {
+        match self {
+            Decoder::Gzip(decoder) => decoder.into_inner(),
+            Decoder::Zstd(decoder) => decoder.finish(),
+        }
+    }
+}
+
+impl Read for Decoder {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Decoder::Gzip(decoder) => decoder.read(buf),
+            Decoder::Zstd(decoder) => decoder.read(buf),
+        }
+    }
+}
+
 /// Counts decompressed bytes against [`DecompressionLimits`] and names a stream cut short.
 struct Limited {
-    inner: Box<dyn Read + Send>,
+    inner: Decoder,
     compression: Compression,
     limits: DecompressionLimits,
     /// Stored bytes read so far (by the reading thread, a few blocks ahead of the decoder).
@@ -131,93 +158,57 @@ pub struct InputDigest {
 /// Called with the number of stored bytes each time some are read, to drive a progress bar.
 pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
-/// Bytes the reading thread reads at a time.
+/// Bytes a producing thread (the reader, the decoder) hands over at a time.
 const BLOCK_BYTES: usize = 1 << 20;
-/// Blocks read ahead of the parser: memory is bounded by about this many blocks.
+/// Bytes of the first blocks of a small input: a new block is zeroed before it is filled, and zeroing a whole
+/// [`BLOCK_BYTES`] block for each of thousands of small files was 5% of the work of reading them.
+const FIRST_BLOCK_BYTES: usize = 64 << 10;
+/// Blocks a producing thread fills ahead of its consumer: memory is bounded by about this many blocks per thread.
 const BLOCKS_AHEAD: usize = 4;
 
 /// What the reading thread hands back once the whole stored file has passed through it.
 type Hashed = io::Result<(u64, Sha256)>;
 
-/// Reads the stored file on a thread of its own, hashing every byte as it passes and handing blocks to the
-/// parser through a bounded channel: reading and SHA-256 (about a fifth of the work on a plain log) overlap with
-/// parsing instead of adding to it. Spent blocks go back to the thread, so no block is allocated twice. Dropped
-/// unfinished (a failed parse), it leaves the thread to hash the rest on its own, without waiting for it.
-struct StoredReader {
-    /// Stored bytes the thread has read so far.
-    read: Arc<AtomicU64>,
+/// The consuming end of a thread that fills blocks of bytes: reads them in place, as a [`BufRead`], and hands each
+/// spent block back to be filled again, so no block is allocated twice. A failure the thread sends comes after the
+/// bytes it read before it.
+struct Blocks {
+    /// `None` once the consumer stopped listening.
     blocks: Option<Receiver<io::Result<Vec<u8>>>>,
     spent: SyncSender<Vec<u8>>,
     block: Vec<u8>,
     at: usize,
-    thread: Option<JoinHandle<Hashed>>,
 }
 
-impl StoredReader {
-    fn spawn(mut file: File, progress: Option<Progress>) -> io::Result<Self> {
+/// The producing end of [`Blocks`]: where filled blocks go, and where spent ones come back.
+struct BlockSender {
+    send: SyncSender<io::Result<Vec<u8>>>,
+    recycled: Receiver<Vec<u8>>,
+}
+
+impl BlockSender {
+    /// A block of `len` bytes to fill: a spent one if the consumer gave one back, else a new one.
+    fn block(&self, len: usize) -> Vec<u8> {
+        let mut block = self.recycled.try_recv().unwrap_or_default();
+        block.resize(len, 0);
+        block
+    }
+}
+
+impl Blocks {
+    fn channel() -> (BlockSender, Self) {
         let (send, blocks) = sync_channel::<io::Result<Vec<u8>>>(BLOCKS_AHEAD);
         let (spent, recycled) = sync_channel::<Vec<u8>>(BLOCKS_AHEAD + 2);
-        let read = Arc::new(AtomicU64::new(0));
-        let counter = read.clone();
-        let thread = std::thread::Builder::new().name("input-reader".to_owned()).spawn(move || -> Hashed {
-            let (mut sha, mut bytes) = (Sha256::new(), 0u64);
-            // Once the parser stops listening (it finished early), the rest is still hashed.
-            let mut listening = true;
-            loop {
-                let mut block = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK_BYTES));
-                block.resize(BLOCK_BYTES, 0);
-                let n = match read_full(&mut file, &mut block) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        let kind = e.kind();
-                        if listening {
-                            let _ = send.send(Err(e));
-                        }
-                        return Err(io::Error::new(kind, "reading the input failed"));
-                    }
-                };
-                if n == 0 {
-                    return Ok((bytes, sha));
-                }
-                block.truncate(n);
-                sha.update(&block);
-                bytes += n as u64;
-                counter.store(bytes, Ordering::Relaxed);
-                if let Some(progress) = &progress {
-                    progress(n as u64);
-                }
-                listening = listening && send.send(Ok(block)).is_ok();
-            }
-        })?;
-        Ok(Self { read, blocks: Some(blocks), spent, block: Vec::new(), at: 0, thread: Some(thread) })
+        (BlockSender { send, recycled }, Self { blocks: Some(blocks), spent, block: Vec::new(), at: 0 })
     }
 
-    /// Stops reading blocks and returns the size and hash of the whole stored file.
-    fn finish(&mut self) -> io::Result<(u64, Sha256)> {
+    /// Stops listening: the producing thread sees it at its next block.
+    fn close(&mut self) {
         self.blocks = None;
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(hashed)) => hashed,
-            Some(Err(_)) => Err(io::Error::other("the input reading thread panicked")),
-            None => Err(io::Error::other("the input was already finished")),
-        }
     }
 }
 
-/// Reads until `buf` is full or the file ends, so blocks are whole except the last.
-fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
-}
-
-impl BufRead for StoredReader {
+impl BufRead for Blocks {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         while self.at == self.block.len() {
             let Some(blocks) = &self.blocks else { return Ok(&[]) };
@@ -228,7 +219,7 @@ impl BufRead for StoredReader {
                     let _ = self.spent.try_send(spent);
                 }
                 Ok(Err(e)) => return Err(e),
-                // The thread ended: the whole file was read.
+                // The thread ended: everything was read.
                 Err(_) => return Ok(&[]),
             }
         }
@@ -240,7 +231,7 @@ impl BufRead for StoredReader {
     }
 }
 
-impl Read for StoredReader {
+impl Read for Blocks {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let available = self.fill_buf()?;
         let n = buf.len().min(available.len());
@@ -250,15 +241,136 @@ impl Read for StoredReader {
     }
 }
 
-type Decoded = Chain<Cursor<Vec<u8>>, Box<dyn Read + Send>>;
+/// Reads the stored file on a thread of its own, hashing every byte as it passes and handing blocks to the
+/// parser (or the decoder) through a bounded channel: reading and SHA-256 (about a fifth of the work on a plain
+/// log) overlap with parsing instead of adding to it. Dropped unfinished (a failed parse), it leaves the thread to
+/// hash the rest on its own, without waiting for it.
+struct StoredReader {
+    /// Stored bytes the thread has read so far.
+    read: Arc<AtomicU64>,
+    blocks: Blocks,
+    thread: Option<JoinHandle<Hashed>>,
+}
+
+impl StoredReader {
+    fn spawn(mut file: File, progress: Option<Progress>) -> io::Result<Self> {
+        let (sender, blocks) = Blocks::channel();
+        let read = Arc::new(AtomicU64::new(0));
+        let counter = read.clone();
+        // Blocks no larger than the file needs (one byte more, to see its end): a hint, for a file that grows
+        // while it is read is read to its end all the same.
+        let size = file.metadata().map_or(u64::MAX, |m| m.len());
+        let thread = std::thread::Builder::new().name("input-reader".to_owned()).spawn(move || -> Hashed {
+            let (mut sha, mut bytes) = (Sha256::new(), 0u64);
+            // Once the parser stops listening (it finished early), the rest is still hashed.
+            let mut listening = true;
+            loop {
+                let left = size.saturating_sub(bytes).saturating_add(1);
+                let mut block = sender.block(left.clamp(FIRST_BLOCK_BYTES as u64, BLOCK_BYTES as u64) as usize);
+                let (n, error) = read_full(&mut file, &mut block);
+                if let Some(e) = error {
+                    let kind = e.kind();
+                    if listening {
+                        let _ = sender.send.send(Err(e));
+                    }
+                    return Err(io::Error::new(kind, "reading the input failed"));
+                }
+                if n == 0 {
+                    return Ok((bytes, sha));
+                }
+                block.truncate(n);
+                sha.update(&block);
+                bytes += n as u64;
+                counter.store(bytes, Ordering::Relaxed);
+                if let Some(progress) = &progress {
+                    progress(n as u64);
+                }
+                listening = listening && sender.send.send(Ok(block)).is_ok();
+            }
+        })?;
+        Ok(Self { read, blocks, thread: Some(thread) })
+    }
+
+    /// Stops reading blocks and returns the size and hash of the whole stored file.
+    fn finish(&mut self) -> io::Result<(u64, Sha256)> {
+        self.blocks.close();
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(hashed)) => hashed,
+            Some(Err(_)) => Err(io::Error::other("the input reading thread panicked")),
+            None => Err(io::Error::other("the input was already finished")),
+        }
+    }
+}
+
+impl BufRead for StoredReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.blocks.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.blocks.consume(amount);
+    }
+}
+
+impl Read for StoredReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.blocks.read(buf)
+    }
+}
+
+/// Reads until `buf` is full or `source` ends or fails, so blocks are whole except the last: the bytes read, and
+/// the failure that stopped it, if any.
+fn read_full(source: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match source.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (filled, Some(e)),
+        }
+    }
+    (filled, None)
+}
+
+/// Decompresses on a thread of its own, handing blocks of decompressed bytes to the parser through a bounded
+/// channel: gzip and zstd decoding (on a gzip'd vLLM log, more work than the parse) run beside the parse instead
+/// of on the thread that folds its lines. Bytes read before a failure (a stream cut short, a limit passed) are
+/// handed on before it, as a decoder read in place would give them. The thread stops once the parser stops
+/// listening, and gives the stored reader back for the digest.
+fn spawn_decoder(mut decoder: Limited) -> io::Result<(Blocks, JoinHandle<StoredReader>)> {
+    let (sender, blocks) = Blocks::channel();
+    let thread = std::thread::Builder::new().name("input-decoder".to_owned()).spawn(move || {
+        // The decompressed size is unknown: blocks start small and double up to `BLOCK_BYTES`.
+        let mut len = FIRST_BLOCK_BYTES;
+        loop {
+            let mut block = sender.block(len);
+            len = (len * 2).min(BLOCK_BYTES);
+            let (n, error) = read_full(&mut decoder, &mut block);
+            let ended = error.is_some() || n < block.len();
+            block.truncate(n);
+            if n > 0 && sender.send.send(Ok(block)).is_err() {
+                break;
+            }
+            if let Some(e) = error {
+                let _ = sender.send.send(Err(e));
+            }
+            if ended {
+                break;
+            }
+        }
+        decoder.inner.into_stored()
+    })?;
+    Ok((blocks, thread))
+}
 
 /// Where an [`Input`]'s content comes from.
 enum Content {
     /// A plain file, read straight from the reading thread's blocks: no copy between them and the parser.
     Plain(StoredReader),
-    /// A compressed file: its decoder, reading the stored bytes through a handle on the reader that
-    /// [`Input::finish`] takes back once the decoder is gone.
-    Decoded { reader: BufReader<Decoded>, stored: Arc<Mutex<StoredReader>> },
+    /// A compressed file: the head, then the decoding thread's blocks, read in place; the thread gives the stored
+    /// reader back to [`Input::finish`] once the parser stops listening.
+    Decoded { reader: Chain<Cursor<Vec<u8>>, Blocks>, decoder: JoinHandle<StoredReader> },
 }
 
 /// An opened input: a decompressed line reader, its head for detection, and its digest once read.
@@ -285,27 +397,25 @@ impl Input {
     /// [`open`](Self::open) with other limits on decompression.
     pub fn open_with_limits(path: &Path, progress: Option<Progress>, limits: DecompressionLimits) -> io::Result<Self> {
         let mut stored = StoredReader::spawn(File::open(path)?, progress)?;
-        // A block holds the first `BLOCK_BYTES` of the file, or all of a shorter one: room for the magic bytes, and
-        // for the head of a plain file, which is not consumed.
+        let stored_bytes = stored.read.clone();
+        // A block holds the first `FIRST_BLOCK_BYTES` of the file at least, or all of a shorter one: room for the
+        // magic bytes, and for the head of a plain file, which is not consumed.
         let first = stored.fill_buf()?;
         let compression = Compression::sniff(first);
-        if compression == Compression::None {
-            let head = first[..first.len().min(HEAD_BYTES)].to_vec();
-            return Ok(Self { content: Content::Plain(stored), head, compression });
-        }
-        let stored_bytes = stored.read.clone();
-        let stored = Arc::new(Mutex::new(stored));
-        let raw = BufReader::with_capacity(1 << 16, Shared(stored.clone()));
-        let decoder: Box<dyn Read + Send> = match compression {
-            Compression::Gzip => Box::new(MultiGzDecoder::new(raw)),
-            _ => Box::new(zstd::Decoder::with_buffer(raw)?),
+        let decoder = match compression {
+            Compression::None => {
+                let head = first[..first.len().min(HEAD_BYTES)].to_vec();
+                return Ok(Self { content: Content::Plain(stored), head, compression });
+            }
+            Compression::Gzip => Decoder::Gzip(MultiGzDecoder::new(stored)),
+            Compression::Zstd => Decoder::Zstd(zstd::Decoder::with_buffer(stored)?),
         };
-        let mut decoder: Box<dyn Read + Send> =
-            Box::new(Limited { inner: decoder, compression, limits, stored: stored_bytes, decompressed: 0 });
+        let limited = Limited { inner: decoder, compression, limits, stored: stored_bytes, decompressed: 0 };
+        let (mut blocks, decoder) = spawn_decoder(limited)?;
         let mut head = Vec::with_capacity(HEAD_BYTES);
-        (&mut decoder).take(HEAD_BYTES as u64).read_to_end(&mut head)?;
-        let reader = BufReader::with_capacity(1 << 18, Cursor::new(head.clone()).chain(decoder));
-        Ok(Self { content: Content::Decoded { reader, stored }, head, compression })
+        (&mut blocks).take(HEAD_BYTES as u64).read_to_end(&mut head)?;
+        let reader = Cursor::new(head.clone()).chain(blocks);
+        Ok(Self { content: Content::Decoded { reader, decoder }, head, compression })
     }
 
     /// The first [`HEAD_BYTES`] decompressed bytes (fewer for a shorter input).
@@ -330,9 +440,12 @@ impl Input {
     pub fn finish(self) -> io::Result<InputDigest> {
         let (bytes, sha) = match self.content {
             Content::Plain(mut stored) => stored.finish()?,
-            Content::Decoded { reader, stored } => {
+            Content::Decoded { reader, decoder } => {
+                // The decoder stops at its next block once nobody listens.
                 drop(reader);
-                stored.lock().unwrap_or_else(PoisonError::into_inner).finish()?
+                let mut stored =
+                    decoder.join().map_err(|_| io::Error::other("the input decompressing thread panicked"))?;
+                stored.finish()?
             }
         };
         let mut sha256 = String::with_capacity(64);
@@ -340,16 +453,6 @@ impl Input {
             write!(sha256, "{byte:02x}").expect("writing to a String cannot fail");
         }
         Ok(InputDigest { bytes, sha256 })
-    }
-}
-
-/// The stored reader behind the decoder; shared with [`Input`] so that [`Input::finish`] can reach its thread
-/// after the decoder is gone (a `Mutex` only to make it `Sync`: one thread uses it at a time).
-struct Shared(Arc<Mutex<StoredReader>>);
-
-impl Read for Shared {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).read(buf)
     }
 }
 
@@ -389,6 +492,125 @@ mod tests {
             let stored = std::fs::read(path).unwrap();
             assert_eq!(digest.bytes, stored.len() as u64);
         }
+    }
+
+    /// About 3.4 MiB of numbered lines: the decoder's blocks of every size (64 KiB doubling to 1 MiB), the last one
+    /// partly filled.
+    fn long_text() -> Vec<u8> {
+        (0..200_000).flat_map(|i| format!("line {i} {}\n", i * 7919 % 100_003).into_bytes()).collect()
+    }
+
+    fn gzip(members: &[&[u8]]) -> Vec<u8> {
+        members
+            .iter()
+            .flat_map(|member| {
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(member).unwrap();
+                gz.finish().unwrap()
+            })
+            .collect()
+    }
+
+    fn sha256_hex(bytes: &[u8]) -> String {
+        Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn a_compressed_input_of_many_blocks_members_and_frames_reads_whole_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = long_text();
+        assert!(text.len() > 3 * BLOCK_BYTES && !text.len().is_multiple_of(BLOCK_BYTES), "{}", text.len());
+        // Split unevenly: rotated logs concatenated into one file are several gzip members (or zstd frames).
+        let (a, b) = text.split_at(1_234_567);
+        let zst: Vec<u8> = [zstd::encode_all(a, 3).unwrap(), zstd::encode_all(b, 3).unwrap()].concat();
+        let empty = gzip(&[b""]);
+        for (name, stored, expected) in
+            [("two.gz", gzip(&[a, b]), &text[..]), ("two.zst", zst, &text[..]), ("empty.gz", empty, &[][..])]
+        {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &stored).unwrap();
+            let (_, head, content, digest) = read_all(&path);
+            assert_eq!(content.len(), expected.len(), "{name}");
+            assert!(content == expected, "{name}: the content differs");
+            assert_eq!(head, &expected[..expected.len().min(HEAD_BYTES)], "{name}");
+            assert_eq!(digest, InputDigest { bytes: stored.len() as u64, sha256: sha256_hex(&stored) }, "{name}");
+        }
+    }
+
+    #[test]
+    fn finishing_a_compressed_input_early_still_digests_the_whole_stored_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let stored = gzip(&[&long_text()]);
+        let path = dir.path().join("a.log.gz");
+        std::fs::write(&path, &stored).unwrap();
+        let expected = InputDigest { bytes: stored.len() as u64, sha256: sha256_hex(&stored) };
+        // Nothing read past the head, then a little more than a whole block: the decoder is still running in both.
+        assert_eq!(Input::open(&path, None).unwrap().finish().unwrap(), expected);
+        let mut input = Input::open(&path, None).unwrap();
+        let mut part = vec![0; BLOCK_BYTES + 1000];
+        input.reader().read_exact(&mut part).unwrap();
+        assert_eq!(input.finish().unwrap(), expected);
+    }
+
+    /// What a decoder reading `stored` in place gives: the bytes up to its first failure, and that failure.
+    fn decode_directly(mut decoder: impl Read) -> (Vec<u8>, io::ErrorKind) {
+        let mut out = Vec::new();
+        let mut buf = vec![0; 1 << 16];
+        loop {
+            match decoder.read(&mut buf) {
+                Ok(0) => panic!("the stream should fail"),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return (out, e.kind()),
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_cut_short_hands_on_every_byte_before_the_cut_then_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = long_text();
+        let gz = gzip(&[&text]);
+        let zst = zstd::encode_all(&text[..], 3).unwrap();
+        for (name, stored) in [("cut.gz", gz), ("cut.zst", zst)] {
+            // Two thirds in: past two whole blocks of decompressed bytes.
+            let cut = &stored[..stored.len() * 2 / 3];
+            let (expected, kind) = if name.ends_with(".gz") {
+                decode_directly(flate2::read::MultiGzDecoder::new(cut))
+            } else {
+                decode_directly(zstd::Decoder::new(cut).unwrap())
+            };
+            assert_eq!(kind, io::ErrorKind::UnexpectedEof, "{name}");
+            assert!(expected.len() > 2 * BLOCK_BYTES, "{name}: {}", expected.len());
+            let path = dir.path().join(name);
+            std::fs::write(&path, cut).unwrap();
+            let mut input = Input::open(&path, None).unwrap();
+            let mut got = Vec::new();
+            let error = loop {
+                match input.reader().fill_buf() {
+                    Ok([]) => panic!("{name}: the cut stream read to its end without failing"),
+                    Ok(bytes) => {
+                        let n = bytes.len();
+                        got.extend_from_slice(bytes);
+                        input.reader().consume(n);
+                    }
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{name}: {error}");
+            assert!(got == expected, "{name}: {} bytes before the failure, {} expected", got.len(), expected.len());
+        }
+    }
+
+    #[test]
+    fn a_stream_damaged_within_its_head_fails_to_open() {
+        let dir = tempfile::tempdir().unwrap();
+        // A gzip header, then bytes that are no deflate stream (block type 3 is reserved).
+        let mut stored = gzip(&[b"x"])[..10].to_vec();
+        stored.extend_from_slice(&[0xff; 64]);
+        let path = dir.path().join("bad.gz");
+        std::fs::write(&path, &stored).unwrap();
+        let error = Input::open(&path, None).unwrap_err();
+        assert_ne!(error.kind(), io::ErrorKind::UnexpectedEof, "{error}");
     }
 
     #[test]

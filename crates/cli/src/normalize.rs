@@ -114,11 +114,12 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
     let mut skipped = Vec::new();
     let mut shown_lines = Vec::new();
     let threads = rayon::current_num_threads();
+    let mut bound = ReadAheadBound::default();
     let mut next = 0;
     while next < files.len() {
         // Small files are read ahead in parallel, a window at a time, and written in their turn; a large file is
         // streamed alone, its lines parsed in parallel by its adapter.
-        let window = files[next..].iter().take(threads + 1).take_while(|f| f.bytes <= READ_AHEAD_BYTES).count();
+        let window = bound.window(&files[next..], threads);
         let read: Vec<(&InputFile, Option<Result<ReadAhead>>)> = if threads > 1 && window > 1 {
             let ahead: Vec<_> = files[next..next + window].par_iter().map(|file| read_ahead(file, options)).collect();
             files[next..next + window].iter().zip(ahead.into_iter().map(Some)).collect()
@@ -128,6 +129,9 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
         next += read.len();
         for (file, ahead) in read {
             progress.set_message(file.display.clone());
+            if let Some(Ok(ReadAhead::TooLarge)) = &ahead {
+                bound.overflowed(file.bytes);
+            }
             let outcome = match ahead.transpose()? {
                 Some(ReadAhead::Done(events, parsed)) => {
                     let mut sink = DatasetSink::new(&mut writer, options, shown_lines.len());
@@ -193,6 +197,41 @@ enum Outcome {
 
 /// Files at most this large (as stored) are read ahead in parallel, their rows held until their turn to be written.
 const READ_AHEAD_BYTES: u64 = 8 << 20;
+
+/// Which files are read ahead: at most [`READ_AHEAD_BYTES`] as stored, and less than half as large as the smallest
+/// file of the run that was read ahead and made too many rows to hold.
+///
+/// A file that makes too many rows is parsed twice, once ahead and once streamed, and while it is read ahead it
+/// holds the most memory. Row-dense logs overflow far below [`READ_AHEAD_BYTES`] (an SGLang log makes a row per
+/// 30 bytes, 16 MiB of rows from 2 MB of text; a gzip'd one from a few hundred KB stored), and a fleet's logs come
+/// in many files of similar size, so one overflow predicts the next: without this bound, 100 SGLang files of
+/// 2.7 MB took twice as long with two threads as with one, and twice the memory. Whether a file is read ahead
+/// changes when it is parsed, never what is written.
+#[derive(Debug)]
+struct ReadAheadBound {
+    /// Files of fewer stored bytes than this may be read ahead.
+    below: u64,
+}
+
+impl Default for ReadAheadBound {
+    fn default() -> Self {
+        Self { below: READ_AHEAD_BYTES + 1 }
+    }
+}
+
+impl ReadAheadBound {
+    /// How many of `files`, from the first, are read ahead together: at most `threads + 1`, all within the bound.
+    /// Zero when the first is not: it is streamed.
+    fn window(&self, files: &[InputFile], threads: usize) -> usize {
+        files.iter().take(threads + 1).take_while(|f| f.bytes < self.below).count()
+    }
+
+    /// A file of `bytes` stored bytes was read ahead and made too many rows: files half its size or more are
+    /// streamed from now on.
+    fn overflowed(&mut self, bytes: u64) {
+        self.below = self.below.min(bytes / 2);
+    }
+}
 
 /// Bytes of rows and diagnostics one read-ahead file may hold (counted as [`EVENT_BYTES`] each plus their prefix
 /// hashes); a file that makes more (a compressed one, or one of many short records) is handed back and streamed.
@@ -524,6 +563,36 @@ impl Sink for DatasetSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_half_as_large_as_one_that_overflowed_are_streamed() {
+        let files: Vec<InputFile> = [100_000, 2_700_000, 2_600_000, 1_300_000, 1_400_000, 9_000_000, 50]
+            .into_iter()
+            .map(|bytes| InputFile {
+                path: PathBuf::new(),
+                display: String::new(),
+                bytes,
+                modified: None,
+                in_directory: true,
+            })
+            .collect();
+        let mut bound = ReadAheadBound::default();
+        // Up to 8 MiB, `threads + 1` at a time; a larger file ends the window and is streamed alone.
+        assert_eq!(bound.window(&files, 2), 3);
+        assert_eq!(bound.window(&files, 7), 5);
+        assert_eq!(bound.window(&files[5..], 2), 0);
+        assert_eq!(bound.window(&files[6..], 2), 1);
+        // The 2.7 MB file made too many rows: from 1.35 MB on, files are streamed.
+        bound.overflowed(2_700_000);
+        assert_eq!(bound.window(&files, 7), 1);
+        assert_eq!(bound.window(&files[3..], 7), 1);
+        assert_eq!(bound.window(&files[4..], 7), 0);
+        // A larger overflow does not raise the bound again; a smaller one lowers it.
+        bound.overflowed(9_000_000);
+        assert_eq!(bound.window(&files[3..], 7), 1);
+        bound.overflowed(200_000);
+        assert_eq!((bound.window(&files, 7), bound.window(&files[6..], 7)), (0, 1));
+    }
 
     #[test]
     fn metric_names_are_found_by_address_and_shared_by_text() {

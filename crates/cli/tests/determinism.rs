@@ -129,12 +129,19 @@ fn every_thread_count_writes_the_same_bytes() {
         use infertrace_adapter_vllm::generate::{KvEncoding, write_kv_events};
         write_kv_events(out, 4_000, KvEncoding::JsonLines, 3).map(drop)
     });
+    // The SGLang log again, gzip'd: decompressed on a thread of its own, in blocks of 1 MiB.
+    let sglang_gz = write("sglang-0.5.10.log.gz", &|out| {
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+        std::io::copy(&mut std::fs::File::open(&sglang)?, &mut gz)?;
+        gz.finish().map(drop)
+    });
     for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt, &dynamo, &dynamo_jsonl, &kv_events] {
         let bytes = std::fs::metadata(path).unwrap().len();
         assert!(bytes > 600_000, "{} is only {bytes} bytes: too few chunks to test", path.display());
     }
+    assert!(std::fs::metadata(&sglang).unwrap().len() > 2 << 20, "the gzip'd log should span several blocks");
     let mut inputs = common::valid_inputs();
-    inputs.extend([vllm, sglang, mooncake, azure, burstgpt, dynamo, dynamo_jsonl, kv_events]);
+    inputs.extend([vllm, sglang, mooncake, azure, burstgpt, dynamo, dynamo_jsonl, kv_events, sglang_gz]);
     let run = |threads: usize| {
         let output = dir.path().join(format!("threads-{threads}"));
         let options =
@@ -143,12 +150,24 @@ fn every_thread_count_writes_the_same_bytes() {
         (report.manifest, common::dataset_files(&output))
     };
     let (manifest, one) = run(1);
-    // The generated inputs are the last eight; each made rows.
-    let generated = &manifest.inputs[manifest.inputs.len() - 8..];
+    // The generated inputs are the last nine; each made rows.
+    let generated = &manifest.inputs[manifest.inputs.len() - 9..];
     assert_eq!(
-        generated.iter().map(|i| i.format.as_str()).collect::<Vec<_>>(),
-        ["vllm-log", "sglang-log", "mooncake", "azure-llm", "burstgpt", "dynamo-log", "dynamo-log", "vllm-kv-events"]
+        generated.iter().map(|i| (i.format.as_str(), i.compression.as_str())).collect::<Vec<_>>(),
+        [
+            ("vllm-log", "none"),
+            ("sglang-log", "none"),
+            ("mooncake", "none"),
+            ("azure-llm", "none"),
+            ("burstgpt", "none"),
+            ("dynamo-log", "none"),
+            ("dynamo-log", "none"),
+            ("vllm-kv-events", "none"),
+            ("sglang-log", "gzip"),
+        ]
     );
+    assert_eq!(generated[8].records, generated[1].records);
+    assert_eq!(generated[8].diagnostics, generated[1].diagnostics);
     assert!(generated[7].records.cache_events > 10_000, "{:?}", generated[7].records);
     assert_eq!(generated[0].records.requests, 40);
     assert_eq!((generated[3].records.requests, generated[4].records.requests), (20_000, 12_000));
