@@ -121,7 +121,9 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
         // streamed alone, its lines parsed in parallel by its adapter.
         let window = bound.window(&files[next..], threads);
         let read: Vec<(&InputFile, Option<Result<ReadAhead>>)> = if threads > 1 && window > 1 {
-            let ahead: Vec<_> = files[next..next + window].par_iter().map(|file| read_ahead(file, options)).collect();
+            let held = ReadAheadBound::held_share(window);
+            let ahead: Vec<_> =
+                files[next..next + window].par_iter().map(|file| read_ahead(file, options, held)).collect();
             files[next..next + window].iter().zip(ahead.into_iter().map(Some)).collect()
         } else {
             vec![(&files[next], None)]
@@ -198,15 +200,38 @@ enum Outcome {
 /// Files at most this large (as stored) are read ahead in parallel, their rows held until their turn to be written.
 const READ_AHEAD_BYTES: u64 = 8 << 20;
 
-/// Which files are read ahead: at most [`READ_AHEAD_BYTES`] as stored, and less than half as large as the smallest
-/// file of the run that was read ahead and made too many rows to hold.
+/// Bytes of text the files read ahead together may hold, as estimated from their sizes (see
+/// [`ReadAheadBound::text_bytes`]): what each holds while it is parsed (its blocks, its batches of lines) grows with
+/// its text, so this bounds it whatever the number of threads.
+const READ_AHEAD_WINDOW_BYTES: u64 = 16 << 20;
+
+/// How many bytes of text a file named as gzip'd or zstd'd is taken to hold per stored byte: logs compress 3:1
+/// (prompt token ids) to 10:1.
+const COMPRESSED_EXPANSION: u64 = 8;
+
+/// Bytes of rows and diagnostics the files read ahead together may hold (counted as [`EVENT_BYTES`] each plus
+/// their prefix hashes), shared equally among them, at most [`READ_AHEAD_FILE_HELD_BYTES`] each; a file that makes
+/// more is handed back and streamed.
+const READ_AHEAD_HELD_BYTES: usize = 48 << 20;
+
+/// The most one read-ahead file may hold, however few are read ahead together.
+const READ_AHEAD_FILE_HELD_BYTES: usize = 16 << 20;
+
+/// Which files are read ahead, and how much each may hold.
 ///
-/// A file that makes too many rows is parsed twice, once ahead and once streamed, and while it is read ahead it
-/// holds the most memory. Row-dense logs overflow far below [`READ_AHEAD_BYTES`] (an SGLang log makes a row per
-/// 30 bytes, 16 MiB of rows from 2 MB of text; a gzip'd one from a few hundred KB stored), and a fleet's logs come
-/// in many files of similar size, so one overflow predicts the next: without this bound, 100 SGLang files of
-/// 2.7 MB took twice as long with two threads as with one, and twice the memory. Whether a file is read ahead
-/// changes when it is parsed, never what is written.
+/// A window of files is read ahead together: at most `threads + 1`, each at most [`READ_AHEAD_BYTES`] as stored,
+/// together at most [`READ_AHEAD_WINDOW_BYTES`] of text, each holding an equal share of [`READ_AHEAD_HELD_BYTES`].
+/// Before the last two bounds, memory grew with the thread count: 100 SGLang files of 2.7 MB took 1 GB with 32
+/// threads.
+///
+/// And once a file read ahead makes more rows than its share, files half its size or larger are streamed instead.
+/// Such a file is parsed twice, once ahead and once streamed, and while it is read ahead it holds the most memory.
+/// Row-dense logs overflow far below [`READ_AHEAD_BYTES`] (an SGLang log makes a row per 30 bytes, 16 MiB of rows
+/// from 2 MB of text), and a fleet's logs come in many files of similar size, so one overflow predicts the next:
+/// without this bound, 100 SGLang files of 2.7 MB took twice as long with two threads as with one, and twice the
+/// memory.
+///
+/// Whether a file is read ahead changes when it is parsed, never what is written.
 #[derive(Debug)]
 struct ReadAheadBound {
     /// Files of fewer stored bytes than this may be read ahead.
@@ -220,10 +245,30 @@ impl Default for ReadAheadBound {
 }
 
 impl ReadAheadBound {
-    /// How many of `files`, from the first, are read ahead together: at most `threads + 1`, all within the bound.
-    /// Zero when the first is not: it is streamed.
+    /// How many of `files`, from the first, are read ahead together; zero or one: the first is streamed.
     fn window(&self, files: &[InputFile], threads: usize) -> usize {
-        files.iter().take(threads + 1).take_while(|f| f.bytes < self.below).count()
+        let mut text = 0;
+        let mut count = 0;
+        for file in files.iter().take(threads + 1) {
+            text += Self::text_bytes(file);
+            if file.bytes >= self.below || (count > 0 && text > READ_AHEAD_WINDOW_BYTES) {
+                break;
+            }
+            count += 1;
+        }
+        count
+    }
+
+    /// The bytes of rows and diagnostics each of a window of `files` files may hold.
+    fn held_share(files: usize) -> usize {
+        (READ_AHEAD_HELD_BYTES / files.max(1)).min(READ_AHEAD_FILE_HELD_BYTES)
+    }
+
+    /// The text `file` is taken to hold: its size, or [`COMPRESSED_EXPANSION`] times that when its name says
+    /// gzip or zstd (a guess: a file that holds more overflows its share and is streamed).
+    fn text_bytes(file: &InputFile) -> u64 {
+        let compressed = file.path.extension().is_some_and(|e| ["gz", "zst", "zstd"].iter().any(|c| e == *c));
+        if compressed { file.bytes.saturating_mul(COMPRESSED_EXPANSION) } else { file.bytes }
     }
 
     /// A file of `bytes` stored bytes was read ahead and made too many rows: files half its size or more are
@@ -232,11 +277,6 @@ impl ReadAheadBound {
         self.below = self.below.min(bytes / 2);
     }
 }
-
-/// Bytes of rows and diagnostics one read-ahead file may hold (counted as [`EVENT_BYTES`] each plus their prefix
-/// hashes); a file that makes more (a compressed one, or one of many short records) is handed back and streamed.
-/// With the window of `threads + 1` files, this bounds what read-ahead holds at a few tens of MiB.
-const READ_AHEAD_HELD_BYTES: usize = 16 << 20;
 
 /// What one held row or diagnostic is counted as, besides its prefix hashes: its struct and its strings, roughly.
 const EVENT_BYTES: usize = 256;
@@ -247,13 +287,14 @@ enum ReadAhead {
     Done(Events, Box<Parsed>),
     /// A file of an input directory no adapter claims, and why.
     Skipped(String),
-    /// More than [`READ_AHEAD_HELD_BYTES`]: the file is streamed instead, so memory stays bounded.
+    /// More than its share of [`READ_AHEAD_HELD_BYTES`]: the file is streamed instead, so memory stays bounded.
     TooLarge,
 }
 
-/// Parses `file` into memory, without the progress bar (its bytes are counted when the file is written).
-fn read_ahead(file: &InputFile, options: &NormalizeOptions<'_>) -> Result<ReadAhead> {
-    let mut events = Events::default();
+/// Parses `file` into memory, holding at most `held` bytes of rows, without the progress bar (its bytes are counted
+/// when the file is written).
+fn read_ahead(file: &InputFile, options: &NormalizeOptions<'_>, held: usize) -> Result<ReadAhead> {
+    let mut events = Events { budget: held, ..Events::default() };
     match parse_file(file, options, &ProgressBar::hidden(), &mut events) {
         _ if events.full => Ok(ReadAhead::TooLarge),
         Ok(FileOutcome::Parsed(parsed)) => Ok(ReadAhead::Done(events, parsed)),
@@ -262,12 +303,14 @@ fn read_ahead(file: &InputFile, options: &NormalizeOptions<'_>) -> Result<ReadAh
     }
 }
 
-/// What an adapter pushed into a [`Sink`], in order, up to [`READ_AHEAD_HELD_BYTES`].
+/// What an adapter pushed into a [`Sink`], in order, up to `budget` bytes (counted as for [`READ_AHEAD_HELD_BYTES`]).
 #[derive(Default)]
 struct Events {
     events: Vec<Event>,
     /// Bytes held, as counted for [`READ_AHEAD_HELD_BYTES`].
     held: usize,
+    /// The most `held` may reach.
+    budget: usize,
     full: bool,
 }
 
@@ -281,7 +324,7 @@ enum Event {
 impl Events {
     fn push(&mut self, event: Event, hashes: usize) -> Result<(), DatasetError> {
         self.held += EVENT_BYTES + hashes * size_of::<u64>();
-        if self.held > READ_AHEAD_HELD_BYTES {
+        if self.held > self.budget {
             self.full = true;
             // Stops the adapter; `read_ahead` sees `full` and hands the file back to be streamed.
             return Err(DatasetError::Io {
@@ -323,7 +366,7 @@ impl Sink for Events {
         // A diagnostic cannot stop the adapter: past the bound it is dropped and the file marked full, to be
         // streamed again from its start.
         self.held += EVENT_BYTES;
-        if self.held > READ_AHEAD_HELD_BYTES {
+        if self.held > self.budget {
             self.full = true;
         } else {
             self.events.push(Event::Diagnostic(diagnostic));
@@ -564,18 +607,30 @@ impl Sink for DatasetSink<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn files_half_as_large_as_one_that_overflowed_are_streamed() {
-        let files: Vec<InputFile> = [100_000, 2_700_000, 2_600_000, 1_300_000, 1_400_000, 9_000_000, 50]
-            .into_iter()
-            .map(|bytes| InputFile {
-                path: PathBuf::new(),
-                display: String::new(),
+    fn files(sizes: &[(&str, u64)]) -> Vec<InputFile> {
+        sizes
+            .iter()
+            .map(|&(name, bytes)| InputFile {
+                path: PathBuf::from(name),
+                display: name.to_owned(),
                 bytes,
                 modified: None,
                 in_directory: true,
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn files_half_as_large_as_one_that_overflowed_are_streamed() {
+        let files = files(&[
+            ("a.log", 100_000),
+            ("b.log", 2_700_000),
+            ("c.log", 2_600_000),
+            ("d.log", 1_300_000),
+            ("e.log", 1_400_000),
+            ("f.log", 9_000_000),
+            ("g.log", 50),
+        ]);
         let mut bound = ReadAheadBound::default();
         // Up to 8 MiB, `threads + 1` at a time; a larger file ends the window and is streamed alone.
         assert_eq!(bound.window(&files, 2), 3);
@@ -592,6 +647,26 @@ mod tests {
         assert_eq!(bound.window(&files[3..], 7), 1);
         bound.overflowed(200_000);
         assert_eq!((bound.window(&files, 7), bound.window(&files[6..], 7)), (0, 1));
+    }
+
+    #[test]
+    fn a_window_holds_16_mib_of_text_whatever_the_thread_count() {
+        let bound = ReadAheadBound::default();
+        // 3 MiB files: five fit in 16 MiB, however many threads there are.
+        let plain = files(&[("x.log", 3 << 20); 40]);
+        assert_eq!((bound.window(&plain, 1), bound.window(&plain, 4), bound.window(&plain, 63)), (2, 5, 5));
+        // A gzip'd or zstd'd file counts eight times its size: 1 MiB stored is 8 MiB of text.
+        let compressed = files(&[("1.log.gz", 1 << 20), ("2.log.zst", 1 << 20), ("3.json.zstd", 1 << 20), ("4", 1)]);
+        assert_eq!(bound.window(&compressed, 63), 2);
+        assert_eq!(bound.window(&compressed[2..], 63), 2);
+        // One file over 16 MiB of text on its own is a window of one: it is streamed.
+        assert_eq!(bound.window(&files(&[("big.gz", 4 << 20), ("small.log", 10)]), 63), 1);
+        // Many small files: as many as there are threads, plus one.
+        assert_eq!(bound.window(&files(&[("s.json.zst", 25_000); 200]), 63), 64);
+        // Each file of a window holds an equal share of 48 MiB of rows, at most 16 MiB.
+        assert_eq!(ReadAheadBound::held_share(2), 16 << 20);
+        assert_eq!(ReadAheadBound::held_share(3), 16 << 20);
+        assert_eq!(ReadAheadBound::held_share(64), 48 << 20 >> 6);
     }
 
     #[test]
