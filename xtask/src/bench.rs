@@ -418,7 +418,8 @@ const FLEET_PART_BYTES: u64 = 4 << 20;
 /// ends, as log shippers leave a fleet's logs (Fluent Bit's S3 output, CloudWatch exports); reused while newer than
 /// `input` and of the same part size.
 fn write_fleet(input: &Path, parts: &Path) -> Result<()> {
-    let marker = parts.join("parts.target");
+    // Beside the directory, not in it: `normalize` would skip it there with a warning.
+    let marker = parts.with_extension("target");
     let fresh =
         fs::metadata(&marker).and_then(|m| Ok(m.modified()? >= fs::metadata(input)?.modified()?)).unwrap_or(false);
     if fresh && fs::read_to_string(&marker).ok().as_deref() == Some(&FLEET_PART_BYTES.to_string()) {

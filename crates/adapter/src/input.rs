@@ -111,9 +111,9 @@ struct Limited {
     decompressed: u64,
 }
 
-impl Read for Limited {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf).map_err(|e| match e.kind() {
+impl Limited {
+    fn read_inner(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| match e.kind() {
             io::ErrorKind::UnexpectedEof => io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!(
@@ -122,16 +122,32 @@ impl Read for Limited {
                 ),
             ),
             _ => e,
-        })?;
-        self.decompressed += n as u64;
+        })
+    }
+}
+
+impl Read for Limited {
+    /// Reads no further than the size limit, so that every byte within it is handed on before the error; the
+    /// error comes once a byte past the limit is found.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let limits = self.limits;
-        if self.decompressed > limits.max_bytes {
-            return Err(io::Error::other(format!(
-                "decompresses to more than {} bytes, the limit; pass --max-decompressed with a larger size if the \
-                 input is genuine",
-                limits.max_bytes
-            )));
-        }
+        let room = limits.max_bytes.saturating_sub(self.decompressed);
+        let n = if room == 0 {
+            match self.read_inner(&mut [0])? {
+                0 => 0,
+                _ => {
+                    return Err(io::Error::other(format!(
+                        "decompresses to more than {} bytes, the limit; pass --max-decompressed with a larger size \
+                         if the input is genuine",
+                        limits.max_bytes
+                    )));
+                }
+            }
+        } else {
+            let len = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+            self.read_inner(&mut buf[..len])?
+        };
+        self.decompressed += n as u64;
         if self.decompressed > RATIO_GRACE_BYTES {
             let stored = self.stored.load(Ordering::Relaxed);
             if self.decompressed / stored.max(1) >= limits.max_ratio {
@@ -170,14 +186,21 @@ const BLOCKS_AHEAD: usize = 4;
 type Hashed = io::Result<(u64, Sha256)>;
 
 /// The consuming end of a thread that fills blocks of bytes: reads them in place, as a [`BufRead`], and hands each
-/// spent block back to be filled again, so no block is allocated twice. A failure the thread sends comes after the
-/// bytes it read before it.
+/// spent block back to be filled again, so no block is allocated twice.
+///
+/// The thread sends its blocks, then either an empty block, the end, or the failure that stopped it, after the
+/// bytes it read before it. The end or the failure is given again on every later read, so a failure can never be
+/// read as an end; and a thread that stops without either (it panicked) is a failure too.
 struct Blocks {
     /// `None` once the consumer stopped listening.
     blocks: Option<Receiver<io::Result<Vec<u8>>>>,
     spent: SyncSender<Vec<u8>>,
     block: Vec<u8>,
     at: usize,
+    /// Once the thread sent its last word: `None` for the end, or the failure's kind and message.
+    ended: Option<Option<(io::ErrorKind, String)>>,
+    /// What the thread does, for the failure when it stops without a word.
+    what: &'static str,
 }
 
 /// The producing end of [`Blocks`]: where filled blocks go, and where spent ones come back.
@@ -196,10 +219,12 @@ impl BlockSender {
 }
 
 impl Blocks {
-    fn channel() -> (BlockSender, Self) {
+    /// `what` names the thread's work in the failure it is taken to have had if it stops without a word.
+    fn channel(what: &'static str) -> (BlockSender, Self) {
         let (send, blocks) = sync_channel::<io::Result<Vec<u8>>>(BLOCKS_AHEAD);
         let (spent, recycled) = sync_channel::<Vec<u8>>(BLOCKS_AHEAD + 2);
-        (BlockSender { send, recycled }, Self { blocks: Some(blocks), spent, block: Vec::new(), at: 0 })
+        let blocks = Self { blocks: Some(blocks), spent, block: Vec::new(), at: 0, ended: None, what };
+        (BlockSender { send, recycled }, blocks)
     }
 
     /// Stops listening: the producing thread sees it at its next block.
@@ -211,16 +236,27 @@ impl Blocks {
 impl BufRead for Blocks {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         while self.at == self.block.len() {
+            match &self.ended {
+                Some(None) => return Ok(&[]),
+                Some(Some((kind, message))) => return Err(io::Error::new(*kind, message.clone())),
+                None => {}
+            }
             let Some(blocks) = &self.blocks else { return Ok(&[]) };
             match blocks.recv() {
+                Ok(Ok(block)) if block.is_empty() => self.ended = Some(None),
                 Ok(Ok(block)) => {
                     let spent = std::mem::replace(&mut self.block, block);
                     self.at = 0;
                     let _ = self.spent.try_send(spent);
                 }
-                Ok(Err(e)) => return Err(e),
-                // The thread ended: everything was read.
-                Err(_) => return Ok(&[]),
+                Ok(Err(e)) => {
+                    self.ended = Some(Some((e.kind(), e.to_string())));
+                    return Err(e);
+                }
+                Err(_) => {
+                    let message = format!("the thread {} stopped before the input's end", self.what);
+                    self.ended = Some(Some((io::ErrorKind::Other, message)));
+                }
             }
         }
         Ok(&self.block[self.at..])
@@ -254,7 +290,7 @@ struct StoredReader {
 
 impl StoredReader {
     fn spawn(mut file: File, progress: Option<Progress>) -> io::Result<Self> {
-        let (sender, blocks) = Blocks::channel();
+        let (sender, blocks) = Blocks::channel("reading the input");
         let read = Arc::new(AtomicU64::new(0));
         let counter = read.clone();
         // Blocks no larger than the file needs (one byte more, to see its end): a hint, for a file that grows
@@ -271,11 +307,17 @@ impl StoredReader {
                 if let Some(e) = error {
                     let kind = e.kind();
                     if listening {
-                        let _ = sender.send.send(Err(e));
+                        block.truncate(n);
+                        if n == 0 || sender.send.send(Ok(block)).is_ok() {
+                            let _ = sender.send.send(Err(e));
+                        }
                     }
                     return Err(io::Error::new(kind, "reading the input failed"));
                 }
                 if n == 0 {
+                    if listening {
+                        let _ = sender.send.send(Ok(Vec::new()));
+                    }
                     return Ok((bytes, sha));
                 }
                 block.truncate(n);
@@ -335,11 +377,11 @@ fn read_full(source: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error
 
 /// Decompresses on a thread of its own, handing blocks of decompressed bytes to the parser through a bounded
 /// channel: gzip and zstd decoding (on a gzip'd vLLM log, more work than the parse) run beside the parse instead
-/// of on the thread that folds its lines. Bytes read before a failure (a stream cut short, a limit passed) are
-/// handed on before it, as a decoder read in place would give them. The thread stops once the parser stops
-/// listening, and gives the stored reader back for the digest.
+/// of on the thread that folds its lines. Bytes read before a failure (a stream cut short, the size limit
+/// passed) are handed on before it. The thread stops once the parser stops listening, and gives the stored reader
+/// back for the digest.
 fn spawn_decoder(mut decoder: Limited) -> io::Result<(Blocks, JoinHandle<StoredReader>)> {
-    let (sender, blocks) = Blocks::channel();
+    let (sender, blocks) = Blocks::channel("decompressing the input");
     let thread = std::thread::Builder::new().name("input-decoder".to_owned()).spawn(move || {
         // The decompressed size is unknown: blocks start small and double up to `BLOCK_BYTES`.
         let mut len = FIRST_BLOCK_BYTES;
@@ -352,10 +394,9 @@ fn spawn_decoder(mut decoder: Limited) -> io::Result<(Blocks, JoinHandle<StoredR
             if n > 0 && sender.send.send(Ok(block)).is_err() {
                 break;
             }
-            if let Some(e) = error {
-                let _ = sender.send.send(Err(e));
-            }
             if ended {
+                // The last word: the failure, or an empty block for the end.
+                let _ = sender.send.send(error.map_or(Ok(Vec::new()), Err));
                 break;
             }
         }
@@ -550,6 +591,10 @@ mod tests {
         let mut part = vec![0; BLOCK_BYTES + 1000];
         input.reader().read_exact(&mut part).unwrap();
         assert_eq!(input.finish().unwrap(), expected);
+        // Dropped without being finished (a failed parse), its threads stop or finish on their own.
+        let mut input = Input::open(&path, None).unwrap();
+        input.reader().read_exact(&mut part).unwrap();
+        drop(input);
     }
 
     /// What a decoder reading `stored` in place gives: the bytes up to its first failure, and that failure.
@@ -598,7 +643,45 @@ mod tests {
             };
             assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{name}: {error}");
             assert!(got == expected, "{name}: {} bytes before the failure, {} expected", got.len(), expected.len());
+            // Asked again, it fails again: a failure is never read as the end.
+            let again = input.reader().fill_buf().map(<[u8]>::len).unwrap_err();
+            assert_eq!((again.kind(), again.to_string()), (error.kind(), error.to_string()), "{name}");
         }
+    }
+
+    /// Reads `input` to its first failure: the bytes before it, and it.
+    fn read_to_failure(input: &mut Input) -> (Vec<u8>, io::Error) {
+        let mut got = Vec::new();
+        let mut buf = vec![0; 1 << 16];
+        loop {
+            match input.reader().read(&mut buf) {
+                Ok(0) => panic!("read to its end without failing"),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) => return (got, e),
+            }
+        }
+    }
+
+    #[test]
+    fn every_byte_within_the_size_limit_is_handed_on_before_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = long_text();
+        let path = dir.path().join("a.log.gz");
+        std::fs::write(&path, gzip(&[&text])).unwrap();
+        // Inside the third block, and just past the 4 KiB head (the first block is 64 KiB).
+        for max_bytes in [2_500_000, 5_000] {
+            let limits = DecompressionLimits { max_bytes, max_ratio: u64::MAX };
+            let mut input = Input::open_with_limits(&path, None, limits).unwrap();
+            assert_eq!(input.head(), &text[..HEAD_BYTES]);
+            let (got, error) = read_to_failure(&mut input);
+            assert_eq!(got.len(), max_bytes as usize);
+            assert!(got == text[..max_bytes as usize], "the bytes within the limit differ");
+            assert!(error.to_string().starts_with(&format!("decompresses to more than {max_bytes} bytes")), "{error}");
+            assert!(input.reader().fill_buf().is_err(), "the failure is given again");
+        }
+        // A limit of exactly the input's size is not passed.
+        let limits = DecompressionLimits { max_bytes: text.len() as u64, max_ratio: u64::MAX };
+        assert_eq!(read_limited(&path, limits).unwrap(), text.len() as u64);
     }
 
     #[test]
@@ -611,6 +694,30 @@ mod tests {
         std::fs::write(&path, &stored).unwrap();
         let error = Input::open(&path, None).unwrap_err();
         assert_ne!(error.kind(), io::ErrorKind::UnexpectedEof, "{error}");
+    }
+
+    #[test]
+    fn a_thread_that_stops_without_its_last_word_is_a_failure_and_stays_one() {
+        // A panic drops the thread's sender without the empty block that ends its input.
+        let (sender, mut blocks) = Blocks::channel("decompressing the input");
+        sender.send.send(Ok(b"abc".to_vec())).unwrap();
+        drop(sender);
+        assert_eq!(blocks.fill_buf().unwrap(), b"abc");
+        blocks.consume(3);
+        for _ in 0..2 {
+            let error = blocks.fill_buf().unwrap_err();
+            assert_eq!(error.to_string(), "the thread decompressing the input stopped before the input's end");
+        }
+        // With its last word, the input ends, and stays ended.
+        let (sender, mut blocks) = Blocks::channel("reading the input");
+        for block in [&b"x"[..], b"yz", b""] {
+            sender.send.send(Ok(block.to_vec())).unwrap();
+        }
+        drop(sender);
+        let mut content = Vec::new();
+        blocks.read_to_end(&mut content).unwrap();
+        assert_eq!(content, b"xyz");
+        assert_eq!(blocks.fill_buf().unwrap(), b"");
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub struct NormalizeReport {
     pub output: PathBuf,
     /// With `--show-lines`: the first offending lines, for stderr only.
     pub shown_lines: Vec<ShownLine>,
+    /// Files read ahead that made more rows than they could hold and were parsed again, streamed: work done twice,
+    /// never a difference in what is written.
+    pub parsed_twice: u64,
 }
 
 impl NormalizeReport {
@@ -115,6 +118,7 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
     let mut shown_lines = Vec::new();
     let threads = rayon::current_num_threads();
     let mut bound = ReadAheadBound::default();
+    let mut parsed_twice = 0;
     let mut next = 0;
     while next < files.len() {
         // Small files are read ahead in parallel, a window at a time, and written in their turn; a large file is
@@ -132,7 +136,8 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
         for (file, ahead) in read {
             progress.set_message(file.display.clone());
             if let Some(Ok(ReadAhead::TooLarge)) = &ahead {
-                bound.overflowed(file.bytes);
+                bound.overflowed(file);
+                parsed_twice += 1;
             }
             let outcome = match ahead.transpose()? {
                 Some(ReadAhead::Done(events, parsed)) => {
@@ -186,7 +191,7 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
     let manifest =
         writer.finish(manifest).with_context(|| format!("cannot write output {}", options.output.display()))?;
     progress.finish_and_clear();
-    Ok(NormalizeReport { manifest, output: options.output.clone(), shown_lines })
+    Ok(NormalizeReport { manifest, output: options.output.clone(), shown_lines, parsed_twice })
 }
 
 /// What became of one input file.
@@ -224,7 +229,8 @@ const READ_AHEAD_FILE_HELD_BYTES: usize = 16 << 20;
 /// Before the last two bounds, memory grew with the thread count: 100 SGLang files of 2.7 MB took 1 GB with 32
 /// threads.
 ///
-/// And once a file read ahead makes more rows than its share, files half its size or larger are streamed instead.
+/// And once a file read ahead makes more rows than its share, files half its size or larger (in text, as estimated)
+/// are streamed instead.
 /// Such a file is parsed twice, once ahead and once streamed, and while it is read ahead it holds the most memory.
 /// Row-dense logs overflow far below [`READ_AHEAD_BYTES`] (an SGLang log makes a row per 30 bytes, 16 MiB of rows
 /// from 2 MB of text), and a fleet's logs come in many files of similar size, so one overflow predicts the next:
@@ -234,13 +240,13 @@ const READ_AHEAD_FILE_HELD_BYTES: usize = 16 << 20;
 /// Whether a file is read ahead changes when it is parsed, never what is written.
 #[derive(Debug)]
 struct ReadAheadBound {
-    /// Files of fewer stored bytes than this may be read ahead.
+    /// Files of fewer bytes of text than this (see [`ReadAheadBound::text_bytes`]) may be read ahead.
     below: u64,
 }
 
 impl Default for ReadAheadBound {
     fn default() -> Self {
-        Self { below: READ_AHEAD_BYTES + 1 }
+        Self { below: u64::MAX }
     }
 }
 
@@ -251,7 +257,8 @@ impl ReadAheadBound {
         let mut count = 0;
         for file in files.iter().take(threads + 1) {
             text += Self::text_bytes(file);
-            if file.bytes >= self.below || (count > 0 && text > READ_AHEAD_WINDOW_BYTES) {
+            let admitted = file.bytes <= READ_AHEAD_BYTES && Self::text_bytes(file) < self.below;
+            if !admitted || (count > 0 && text > READ_AHEAD_WINDOW_BYTES) {
                 break;
             }
             count += 1;
@@ -271,10 +278,9 @@ impl ReadAheadBound {
         if compressed { file.bytes.saturating_mul(COMPRESSED_EXPANSION) } else { file.bytes }
     }
 
-    /// A file of `bytes` stored bytes was read ahead and made too many rows: files half its size or more are
-    /// streamed from now on.
-    fn overflowed(&mut self, bytes: u64) {
-        self.below = self.below.min(bytes / 2);
+    /// `file` was read ahead and made too many rows: files with half its text or more are streamed from now on.
+    fn overflowed(&mut self, file: &InputFile) {
+        self.below = self.below.min(Self::text_bytes(file).div_ceil(2));
     }
 }
 
@@ -624,29 +630,35 @@ mod tests {
     fn files_half_as_large_as_one_that_overflowed_are_streamed() {
         let files = files(&[
             ("a.log", 100_000),
-            ("b.log", 2_700_000),
+            ("b.log", 2_700_001),
             ("c.log", 2_600_000),
-            ("d.log", 1_300_000),
-            ("e.log", 1_400_000),
+            ("d.log", 1_350_000),
+            ("e.log", 1_350_001),
             ("f.log", 9_000_000),
             ("g.log", 50),
+            ("h.log.gz", 150_000),
+            ("i.log.gz", 200_000),
         ]);
         let mut bound = ReadAheadBound::default();
         // Up to 8 MiB, `threads + 1` at a time; a larger file ends the window and is streamed alone.
         assert_eq!(bound.window(&files, 2), 3);
         assert_eq!(bound.window(&files, 7), 5);
         assert_eq!(bound.window(&files[5..], 2), 0);
-        assert_eq!(bound.window(&files[6..], 2), 1);
-        // The 2.7 MB file made too many rows: from 1.35 MB on, files are streamed.
-        bound.overflowed(2_700_000);
+        assert_eq!(bound.window(&files[6..], 2), 3);
+        // The 2,700,001-byte file made too many rows: files of 1,350,001 bytes of text or more are streamed from
+        // now on; a gzip'd file counts eight times its stored size, 1.2 MB for 150 KB stored, 1.6 MB for 200 KB.
+        bound.overflowed(&files[1]);
         assert_eq!(bound.window(&files, 7), 1);
         assert_eq!(bound.window(&files[3..], 7), 1);
         assert_eq!(bound.window(&files[4..], 7), 0);
+        assert_eq!(bound.window(&files[6..], 7), 2);
+        assert_eq!(bound.window(&files[8..], 7), 0);
         // A larger overflow does not raise the bound again; a smaller one lowers it.
-        bound.overflowed(9_000_000);
+        bound.overflowed(&files[5]);
         assert_eq!(bound.window(&files[3..], 7), 1);
-        bound.overflowed(200_000);
-        assert_eq!((bound.window(&files, 7), bound.window(&files[6..], 7)), (0, 1));
+        // The 150 KB gzip'd file is 1.2 MB of text: from 600,000 bytes of text on, files are streamed.
+        bound.overflowed(&files[7]);
+        assert_eq!((bound.window(&files, 7), bound.window(&files[1..], 7), bound.window(&files[6..], 7)), (1, 0, 1));
     }
 
     #[test]

@@ -168,7 +168,7 @@ pub fn synth_servegen(options: &ServegenOptions) -> Result<NormalizeReport> {
     };
     let manifest =
         writer.finish(manifest).with_context(|| format!("cannot write output {}", options.output.display()))?;
-    Ok(NormalizeReport { manifest, output: options.output.clone(), shown_lines: Vec::new() })
+    Ok(NormalizeReport { manifest, output: options.output.clone(), shown_lines: Vec::new(), parsed_twice: 0 })
 }
 
 /// The clients of `dir` by id, and the other (non-hidden) files, which are skipped. Not recursive: a model

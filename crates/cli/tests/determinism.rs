@@ -190,3 +190,27 @@ fn every_thread_count_writes_the_same_bytes() {
         }
     }
 }
+
+/// A fleet's files are of similar sizes: once a file read ahead makes more rows than it may hold (and is parsed
+/// again, streamed), files as large are streamed from the start. Six SGLang logs of 2.5 MB, each more than the
+/// 65,536 rows a file read ahead may hold with two threads: the first window of three is read ahead and parsed
+/// again, the other three are not read ahead.
+#[test]
+fn once_a_file_overflows_read_ahead_files_as_large_are_streamed() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs: Vec<_> = (0..6)
+        .map(|seed| {
+            let path = dir.path().join(format!("sglang-{seed}.log"));
+            let mut file = std::fs::File::create(&path).unwrap();
+            use infertrace_adapter_sglang::generate::{Generation, write_log};
+            write_log(&mut file, Generation::V0_5_10, 10_000, seed).unwrap();
+            path
+        })
+        .collect();
+    let options = NormalizeOptions { inputs, output: dir.path().join("out"), threads: 2, ..Default::default() };
+    let report = normalize(&options, &ProgressBar::hidden()).unwrap();
+    for input in &report.manifest.inputs {
+        assert!(input.records.samples > 70_000, "{}: {:?}", input.path, input.records);
+    }
+    assert_eq!(report.parsed_twice, 3);
+}
