@@ -4,7 +4,8 @@
 //! - `normalize` normalizes every input under `testdata/` into `target/normalized/<name>/` and prints a summary.
 //! - `fuzz-seed` writes starting corpora for the fuzz targets of `fuzz/` from `testdata/` (see `fuzz.rs`).
 //! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--formats]` times `infertrace normalize` on large generated inputs
-//!   against `wc -l` and the Python baseline of `bench/baseline/` (see `bench.rs`; not part of CI); with `--formats`,
+//!   against `wc -l` and the Python baseline of `bench/baseline/`, then the logs compressed and cut into gzip'd parts
+//!   (see `bench.rs`; not part of CI); with `--formats`,
 //!   on every other line-oriented format, one thread against all (`bench_formats.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
