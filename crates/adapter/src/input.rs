@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, BufRead, Chain, Cursor, Read};
+use std::io::{self, BufRead, Chain, Cursor, Read, Seek as _, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +47,40 @@ impl Compression {
             Compression::Zstd
         } else {
             Compression::None
+        }
+    }
+}
+
+/// The bytes of text a compressed file says it holds, read from its header or trailer without decompressing it:
+/// a gzip file's last 4 bytes (the size of its last member, modulo 2³², RFC 1952) or a zstd file's frame header
+/// (the size of its first frame, which `zstd` writes when it knows it). `None` for a plain file, a file too short
+/// for the field, or a zstd frame that does not record its size.
+///
+/// A hint, not a bound: a file of several gzip members or zstd frames holds more, and a gzip'd text of 4 GiB or
+/// more wraps around. Fails only on I/O errors.
+pub fn recorded_text_bytes(path: &Path) -> io::Result<Option<u64>> {
+    /// The longest zstd frame header (`ZSTD_FRAMEHEADERSIZE_MAX`).
+    const ZSTD_HEADER_BYTES: usize = 18;
+    /// A gzip member's shortest header (10 bytes) and its trailer (CRC-32 and size, 8 bytes).
+    const GZIP_MIN_BYTES: u64 = 18;
+    let mut file = File::open(path)?;
+    let mut head = [0u8; ZSTD_HEADER_BYTES];
+    let (n, error) = read_full(&mut file, &mut head);
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let head = &head[..n];
+    match Compression::sniff(head) {
+        Compression::None => Ok(None),
+        Compression::Zstd => Ok(zstd::zstd_safe::get_frame_content_size(head).ok().flatten()),
+        Compression::Gzip => {
+            if file.metadata()?.len() < GZIP_MIN_BYTES {
+                return Ok(None);
+            }
+            let mut size = [0u8; 4];
+            file.seek(SeekFrom::End(-4))?;
+            file.read_exact(&mut size)?;
+            Ok(Some(u64::from(u32::from_le_bytes(size))))
         }
     }
 }
@@ -533,6 +567,35 @@ mod tests {
             let stored = std::fs::read(path).unwrap();
             assert_eq!(digest.bytes, stored.len() as u64);
         }
+    }
+
+    #[test]
+    fn the_recorded_text_size_comes_from_the_gzip_trailer_or_the_zstd_frame_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let text = long_text();
+        assert!(text.len() > 3 << 20);
+        let size = |bytes: &[u8], name: &str| recorded_text_bytes(&write(name, bytes)).unwrap();
+        assert_eq!(size(&text, "plain.log"), None);
+        assert_eq!(size(&gzip(&[&text]), "one.gz"), Some(text.len() as u64));
+        // Two members: the trailer is the last member's.
+        assert_eq!(size(&gzip(&[&text, b"tail\n"]), "two.gz"), Some(5));
+        // `zstd::bulk` knows the size before it starts and writes it into the frame header, as the `zstd` command does.
+        assert_eq!(size(&zstd::bulk::compress(&text, 3).unwrap(), "one.zst"), Some(text.len() as u64));
+        // A streaming compressor that does not know it writes none.
+        let mut encoder = zstd::Encoder::new(Vec::new(), 3).unwrap();
+        encoder.include_contentsize(false).unwrap();
+        encoder.write_all(&text).unwrap();
+        assert_eq!(size(&encoder.finish().unwrap(), "unsized.zst"), None);
+        // Too short for a trailer, or not even a whole header: no size, and no failure.
+        assert_eq!(size(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3], "cut.gz"), None);
+        assert_eq!(size(&[0x28, 0xb5, 0x2f, 0xfd], "cut.zst"), None);
+        assert_eq!(size(b"", "empty"), None);
+        assert!(recorded_text_bytes(&dir.path().join("missing.gz")).is_err());
     }
 
     /// About 3.4 MiB of numbered lines: the decoder's blocks of every size (64 KiB doubling to 1 MiB), the last one

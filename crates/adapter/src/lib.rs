@@ -30,7 +30,9 @@ use std::collections::BTreeMap;
 use std::io::{self, BufRead};
 
 pub use diagnostic::{Diagnostic, DiagnosticKind};
-pub use input::{Compression, DecompressionLimits, HEAD_BYTES, Input, InputDigest, Progress, RATIO_GRACE_BYTES};
+pub use input::{
+    Compression, DecompressionLimits, HEAD_BYTES, Input, InputDigest, Progress, RATIO_GRACE_BYTES, recorded_text_bytes,
+};
 pub use lines::{LineReader, MAX_LINE_BYTES, utf8, utf8_line};
 pub use shared::SharedText;
 pub use sink::{CollectSink, Sink};

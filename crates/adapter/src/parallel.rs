@@ -13,10 +13,12 @@
 //! with one thread, lines are prepared and folded one at a time without copying.
 //!
 //! Memory stays bounded: at most three batches of `2 × threads` chunks are alive (one folded, one prepared, one
-//! read), each chunk at most [`CHUNK_BYTES`] and a batch at most [`BATCH_BYTES`] of input (a line longer than a
-//! chunk makes a chunk of its own, up to the line length limit). What `prepare` makes of a line can be several
-//! times its size (a Mooncake record is about 4×), hence the small batches.
+//! read), each chunk at most [`CHUNK_BYTES`] (a line longer than a chunk makes a chunk of its own, up to the line
+//! length limit) and a batch ends once it holds [`BATCH_BYTES`] of input, so it holds at most that and one line, however
+//! long the lines and however many the threads. What `prepare` makes of a line can be several times its size (a
+//! Mooncake record is about 4×), hence the small batches.
 
+use std::cell::Cell;
 use std::io::{self, BufRead};
 use std::ops::Range;
 
@@ -67,8 +69,30 @@ where
     T: Send,
     E: From<io::Error>,
 {
-    let threads = rayon::current_num_threads();
-    map_lines_with(lines, threads, (BATCH_BYTES / (2 * threads)).clamp(16 << 10, CHUNK_BYTES), prepare, fold)
+    let threads = if SEQUENTIAL.with(Cell::get) { 1 } else { rayon::current_num_threads() };
+    let chunk_bytes = (BATCH_BYTES / (2 * threads)).clamp(16 << 10, CHUNK_BYTES);
+    map_lines_with(lines, threads, Batches { chunk_bytes, batch_bytes: BATCH_BYTES }, prepare, fold)
+}
+
+thread_local! {
+    /// Set while [`sequentially`] runs on this thread.
+    static SEQUENTIAL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every [`map_lines`] (and [`map_lines_ahead`], [`map_json_lines`]) it calls on this thread
+/// preparing and folding its lines one at a time, as with one thread: for a caller that already keeps the pool
+/// busy with other inputs (the CLI's files read ahead together), for which handing each line to the pool would
+/// only add copies and memory. What is written is the same either way.
+pub fn sequentially<R>(f: impl FnOnce() -> R) -> R {
+    /// Puts the flag back as it was, even if `f` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SEQUENTIAL.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SEQUENTIAL.with(|s| s.replace(true)));
+    f()
 }
 
 /// [`map_lines`] for JSON Lines: every non-blank UTF-8 line is parsed as a `T` on any thread, and `fold` is called in
@@ -104,11 +128,20 @@ where
     })
 }
 
-/// [`map_lines`] with an explicit thread count and chunk size, so tests can cut an input into many small chunks.
+/// How [`map_lines_with`] cuts its input: chunks of about `chunk_bytes` (a longer line makes a chunk of its own), and
+/// batches of `2 × threads` chunks that stop once they hold `batch_bytes` (so long lines, each a chunk, cannot make a
+/// batch of `2 × threads` of them: 64 vLLM `Received request` lines of 180 KB each on 32 threads).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Batches {
+    pub chunk_bytes: usize,
+    pub batch_bytes: usize,
+}
+
+/// [`map_lines`] with an explicit thread count and cut, so tests can cut an input into many small chunks.
 pub(crate) fn map_lines_with<R, T, E>(
     lines: &mut LineReader<R>,
     threads: usize,
-    chunk_bytes: usize,
+    cut: Batches,
     prepare: impl Fn(&[u8]) -> T + Sync,
     mut fold: impl FnMut(u64, &[u8], T, &[T]) -> Result<(), E>,
 ) -> Result<(), E>
@@ -126,9 +159,9 @@ where
     }
     let batch_chunks = 2 * threads;
     let mut spare: Vec<Chunk<T>> = Vec::new();
-    let mut current = read_batch(lines, batch_chunks, chunk_bytes, &mut spare)?;
+    let mut current = read_batch(lines, batch_chunks, cut, &mut spare)?;
     current.par_iter_mut().for_each(|chunk| chunk.prepare(&prepare));
-    let mut next = read_batch(lines, batch_chunks, chunk_bytes, &mut spare)?;
+    let mut next = read_batch(lines, batch_chunks, cut, &mut spare)?;
     while !current.is_empty() {
         // Prepare the next batch on the pool while this thread folds the current one and then reads the one after.
         let (folded, read) = rayon::in_place_scope(|scope| {
@@ -137,7 +170,7 @@ where
             scope.spawn(move |_| to_prepare.par_iter_mut().for_each(|chunk| chunk.prepare(prepare)));
             let folded = current.iter_mut().try_for_each(|chunk| chunk.fold(&mut fold));
             let read = match folded {
-                Ok(()) => read_batch(lines, batch_chunks, chunk_bytes, &mut spare).map(Some),
+                Ok(()) => read_batch(lines, batch_chunks, cut, &mut spare).map(Some),
                 Err(_) => Ok(None),
             };
             (folded, read)
@@ -196,15 +229,18 @@ impl<T> Chunk<T> {
     }
 }
 
-/// Reads up to `chunks` chunks of about `chunk_bytes` each, reusing the buffers of `spare`; empty at the end.
+/// Reads up to `chunks` chunks of about `cut.chunk_bytes` each, and no more once they hold `cut.batch_bytes`,
+/// reusing the buffers of `spare`; empty at the end.
 fn read_batch<R: BufRead, T>(
     lines: &mut LineReader<R>,
     chunks: usize,
-    chunk_bytes: usize,
+    cut: Batches,
     spare: &mut Vec<Chunk<T>>,
 ) -> io::Result<Vec<Chunk<T>>> {
+    let chunk_bytes = cut.chunk_bytes;
     let mut batch = Vec::with_capacity(chunks);
-    while batch.len() < chunks {
+    let mut bytes = 0;
+    while batch.len() < chunks && (batch.is_empty() || bytes < cut.batch_bytes) {
         let mut chunk = spare.pop().unwrap_or_else(|| Chunk {
             first: 0,
             data: Vec::with_capacity(chunk_bytes + (chunk_bytes >> 2)),
@@ -224,6 +260,7 @@ fn read_batch<R: BufRead, T>(
             spare.push(chunk);
             break;
         }
+        bytes += chunk.data.len();
         batch.push(chunk);
     }
     Ok(batch)
@@ -243,14 +280,15 @@ mod tests {
         seen
     }
 
-    fn parallel(input: &[u8], threads: usize, chunk_bytes: usize) -> (Vec<(u64, Vec<u8>, usize)>, u64) {
+    fn parallel(input: &[u8], threads: usize, cut: Batches) -> (Vec<(u64, Vec<u8>, usize)>, u64) {
+        let chunk_bytes = cut.chunk_bytes;
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
             let mut lines = LineReader::with_limit(input, 40);
             let mut seen = Vec::new();
             let prepare = |bytes: &[u8]| bytes.iter().filter(|b| **b == b'a').count();
             let mut ahead = Vec::new();
-            map_lines_with(&mut lines, threads, chunk_bytes, prepare, |number, bytes, prepared, upcoming: &[usize]| {
+            map_lines_with(&mut lines, threads, cut, prepare, |number, bytes, prepared, upcoming: &[usize]| {
                 seen.push((number, bytes.to_vec(), prepared));
                 ahead.push(upcoming.to_vec());
                 Ok::<_, io::Error>(())
@@ -291,8 +329,10 @@ mod tests {
         assert_eq!(expected[2], (3, b"aa".to_vec(), 2));
         // Line 46 holds 45 `a`s, over the limit of 40: the marker stands for it.
         assert_eq!(expected[45].1, OVERLONG);
-        for (threads, chunk_bytes) in [(1, 1), (2, 1), (2, 7), (3, 100), (4, 1 << 20), (7, 33)] {
-            let (seen, read) = parallel(&input, threads, chunk_bytes);
+        let cuts =
+            [(1, 1, usize::MAX), (2, 1, usize::MAX), (2, 7, usize::MAX), (3, 100, 250), (4, 1 << 20, 1), (7, 33, 70)];
+        for (threads, chunk_bytes, batch_bytes) in cuts {
+            let (seen, read) = parallel(&input, threads, Batches { chunk_bytes, batch_bytes });
             assert_eq!(read, 501, "threads {threads}, chunks of {chunk_bytes}");
             // The too-long marker is passed as itself, so `utf8_line` still recognises it.
             assert_eq!(seen.len(), expected.len());
@@ -300,6 +340,56 @@ mod tests {
                 assert_eq!(got, want, "threads {threads}, chunks of {chunk_bytes}");
             }
         }
+    }
+
+    #[test]
+    fn sequentially_folds_one_line_at_a_time_and_then_no_longer() {
+        let input = b"a\n".repeat(50_000);
+        // On several threads the fold is shown the rest of a chunk ahead; one line at a time, nothing.
+        let shown_ahead = || {
+            let mut lines = LineReader::new(&input[..]);
+            let mut shown = 0;
+            map_lines_ahead(
+                &mut lines,
+                |bytes| bytes.len(),
+                |_, _, _, upcoming| {
+                    shown += upcoming.len();
+                    Ok::<_, io::Error>(())
+                },
+            )
+            .unwrap();
+            shown
+        };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        pool.install(|| {
+            assert!(shown_ahead() > 0);
+            assert_eq!(sequentially(|| sequentially(shown_ahead) + shown_ahead()), 0);
+            assert!(shown_ahead() > 0, "the flag is put back");
+            let panicked = std::panic::catch_unwind(|| sequentially(|| panic!("in f")));
+            assert!(panicked.is_err());
+            assert!(shown_ahead() > 0, "the flag is put back after a panic");
+        });
+    }
+
+    #[test]
+    fn a_batch_of_long_lines_stops_at_its_size() {
+        // 200 lines of 99 `x`s and a newline: each longer than a chunk of 10 bytes, so each a chunk of its own.
+        let input = [vec![b'x'; 99], b"\n".to_vec()].concat().repeat(200);
+        let batch_lines = |batch_bytes: usize| {
+            let mut lines = LineReader::new(&input[..]);
+            let mut spare = Vec::new();
+            let batch = read_batch::<_, ()>(&mut lines, 64, Batches { chunk_bytes: 10, batch_bytes }, &mut spare);
+            let batch = batch.unwrap();
+            assert!(batch.iter().all(|chunk| chunk.lines.len() == 1));
+            (batch.len(), lines.lines_read())
+        };
+        // Unbounded, 64 chunks; bounded to 350 bytes, four lines (396 bytes kept: the fourth passes the bound).
+        assert_eq!(batch_lines(usize::MAX), (64, 64));
+        assert_eq!(batch_lines(350), (4, 4));
+        assert_eq!(batch_lines(396), (4, 4));
+        assert_eq!(batch_lines(397), (5, 5));
+        // At least one chunk, however small the bound.
+        assert_eq!(batch_lines(0), (1, 1));
     }
 
     #[derive(Debug, serde::Deserialize)]
@@ -362,7 +452,7 @@ mod tests {
             map_lines_with(
                 &mut lines,
                 2,
-                1,
+                Batches { chunk_bytes: 1, batch_bytes: usize::MAX },
                 |_| (),
                 |number, bytes, (), _: &[()]| {
                     markers.push((number, std::ptr::eq(bytes, OVERLONG), bytes.len()));
@@ -385,7 +475,7 @@ mod tests {
             let result = map_lines_with(
                 &mut lines,
                 2,
-                4,
+                Batches { chunk_bytes: 4, batch_bytes: usize::MAX },
                 |_| (),
                 |number, _, (), _: &[()]| {
                     folded += 1;

@@ -8,7 +8,7 @@ use indicatif::ProgressBar;
 use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{
     Adapter, Compression, DecompressionLimits, Diagnostic, DiagnosticKind, Input, InputDigest, LineReader,
-    ParseContext, ParseOptions, ParseReport, SharedText, Sink, hash,
+    ParseContext, ParseOptions, ParseReport, SharedText, Sink, hash, parallel,
 };
 use infertrace_schema::{
     Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, HashSalt, InputEntry,
@@ -16,7 +16,7 @@ use infertrace_schema::{
 };
 use rayon::prelude::*;
 
-use crate::paths::{InputFile, collect_inputs};
+use crate::paths::{InputFile, collect_inputs, named_compressed};
 use crate::registry::{self, DetectError};
 
 /// What to normalize and how.
@@ -126,8 +126,13 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
         let window = bound.window(&files[next..], threads);
         let read: Vec<(&InputFile, Option<Result<ReadAhead>>)> = if threads > 1 && window > 1 {
             let held = ReadAheadBound::held_share(window);
-            let ahead: Vec<_> =
-                files[next..next + window].par_iter().map(|file| read_ahead(file, options, held)).collect();
+            let ahead: Vec<_> = files[next..next + window]
+                .par_iter()
+                .map(|file| match window >= threads {
+                    true => parallel::sequentially(|| read_ahead(file, options, held)),
+                    false => read_ahead(file, options, held),
+                })
+                .collect();
             files[next..next + window].iter().zip(ahead.into_iter().map(Some)).collect()
         } else {
             vec![(&files[next], None)]
@@ -210,8 +215,8 @@ const READ_AHEAD_BYTES: u64 = 8 << 20;
 /// its text, so this bounds it whatever the number of threads.
 const READ_AHEAD_WINDOW_BYTES: u64 = 16 << 20;
 
-/// How many bytes of text a file named as gzip'd or zstd'd is taken to hold per stored byte: logs compress 3:1
-/// (prompt token ids) to 10:1.
+/// How many bytes of text a file named as gzip'd or zstd'd is taken to hold per stored byte when its compression
+/// records no size: logs compress 3:1 (prompt token ids) to 10:1.
 const COMPRESSED_EXPANSION: u64 = 8;
 
 /// Bytes of rows and diagnostics the files read ahead together may hold (counted as [`EVENT_BYTES`] each plus
@@ -271,11 +276,18 @@ impl ReadAheadBound {
         (READ_AHEAD_HELD_BYTES / files.max(1)).min(READ_AHEAD_FILE_HELD_BYTES)
     }
 
-    /// The text `file` is taken to hold: its size, or [`COMPRESSED_EXPANSION`] times that when its name says
-    /// gzip or zstd (a guess: a file that holds more overflows its share and is streamed).
+    /// The text `file` is taken to hold: its size; for a file named as gzip'd or zstd'd, the size its compression
+    /// records, else [`COMPRESSED_EXPANSION`] times its size. A recorded size below the stored one is not believed
+    /// (a gzip size past 4 GiB wraps around). Either may fall short (several gzip members, a zstd file of several
+    /// frames): such a file overflows its share of rows and is streamed.
     fn text_bytes(file: &InputFile) -> u64 {
-        let compressed = file.path.extension().is_some_and(|e| ["gz", "zst", "zstd"].iter().any(|c| e == *c));
-        if compressed { file.bytes.saturating_mul(COMPRESSED_EXPANSION) } else { file.bytes }
+        if !named_compressed(&file.path) {
+            return file.bytes;
+        }
+        match file.recorded_text {
+            Some(text) if text >= file.bytes => text,
+            _ => file.bytes.saturating_mul(COMPRESSED_EXPANSION),
+        }
     }
 
     /// `file` was read ahead and made too many rows: files with half its text or more are streamed from now on.
@@ -632,6 +644,7 @@ mod tests {
                 path: PathBuf::from(name),
                 display: name.to_owned(),
                 bytes,
+                recorded_text: None,
                 modified: None,
                 in_directory: true,
             })
@@ -683,6 +696,22 @@ mod tests {
         let compressed = files(&[("1.log.gz", 1 << 20), ("2.log.zst", 1 << 20), ("3.json.zstd", 1 << 20), ("4", 1)]);
         assert_eq!(bound.window(&compressed, 63), 2);
         assert_eq!(bound.window(&compressed[2..], 63), 2);
+        // A size the compression records counts instead, when it is no less than the stored size: gzip'd parts of
+        // 4 MiB of text in 1.7 MB each are three to a window on two threads (12 MiB), not one (13.6 MB guessed).
+        let mut parts = files(&[("p.log.gz", 1_700_000); 10]);
+        assert_eq!(bound.window(&parts, 2), 1);
+        for part in &mut parts {
+            part.recorded_text = Some(4 << 20);
+        }
+        assert_eq!(bound.window(&parts, 2), 3);
+        assert_eq!(bound.window(&parts, 63), 4);
+        // A recorded size below the stored one (a wrapped gzip size) is not believed: 13.6 MB, then 4 MiB more.
+        parts[0].recorded_text = Some(5);
+        assert_eq!(bound.window(&parts, 2), 1);
+        // Nor is one given for a file not named as compressed (which is read as it is stored).
+        let mut plain_parts = files(&[("p.log", 1_000_000); 4]);
+        plain_parts[0].recorded_text = Some(40 << 20);
+        assert_eq!(bound.window(&plain_parts, 2), 3);
         // One file over 16 MiB of text on its own is a window of one: it is streamed.
         assert_eq!(bound.window(&files(&[("big.gz", 4 << 20), ("small.log", 10)]), 63), 1);
         // Many small files: as many as there are threads, plus one.

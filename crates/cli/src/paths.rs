@@ -4,6 +4,7 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
+use infertrace_adapter::recorded_text_bytes;
 
 /// One input file and the path outputs call it by.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,11 +16,25 @@ pub struct InputFile {
     pub display: String,
     /// Its size on disk.
     pub bytes: u64,
+    /// For a file named as gzip'd or zstd'd, the bytes of text its compression records (a hint: see
+    /// [`recorded_text_bytes`]); `None` for other files and where none is recorded.
+    pub recorded_text: Option<u64>,
     /// Its modification time in UTC nanoseconds, for formats whose times lack a year or are missing.
     pub modified: Option<i64>,
     /// Found by walking a directory given on the command line (rather than named): such a file may be skipped
     /// when no adapter recognises it.
     pub in_directory: bool,
+}
+
+/// Whether `path` is named as gzip'd or zstd'd (`.gz`, `.zst`, `.zstd`).
+pub fn named_compressed(path: &Path) -> bool {
+    path.extension().is_some_and(|e| ["gz", "zst", "zstd"].iter().any(|c| e == *c))
+}
+
+/// [`InputFile::recorded_text`]: read from the file's header or trailer. A file that cannot be read here fails
+/// when it is parsed, with the message that names it.
+fn recorded_text(path: &Path) -> Option<u64> {
+    if named_compressed(path) { recorded_text_bytes(path).ok().flatten() } else { None }
 }
 
 fn modified(metadata: &fs::Metadata) -> Option<i64> {
@@ -46,6 +61,7 @@ pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFil
                 path: input.clone(),
                 display: display_path(input, input),
                 bytes: metadata.len(),
+                recorded_text: recorded_text(input),
                 modified: modified(&metadata),
                 in_directory: false,
             });
@@ -72,6 +88,7 @@ fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> 
         } else {
             files.push(InputFile {
                 display: display_path(root, &path),
+                recorded_text: recorded_text(&path),
                 path,
                 bytes: metadata.len(),
                 modified: modified(&metadata),
@@ -126,6 +143,24 @@ mod tests {
         assert_eq!(display_path(file, file), "one.csv");
         let cwd = std::env::current_dir().unwrap();
         assert_eq!(display_path(&cwd, &cwd.join("sub/f.csv")), "sub/f.csv");
+    }
+
+    #[test]
+    fn a_compressed_file_s_recorded_text_size_is_read_when_its_name_says_compressed() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let text = "a line of a log\n".repeat(10_000);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        for (name, bytes) in [("a.log.gz", &gz), ("b.log", &gz), ("c.log.gz", &text.as_bytes().to_vec())] {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+        }
+        let files = collect_inputs(&[dir.path().to_owned()], &dir.path().join("out")).unwrap();
+        let recorded: Vec<_> = files.iter().map(|f| (f.display.rsplit('/').next().unwrap(), f.recorded_text)).collect();
+        // 160,000 bytes of text; a gzip'd file not named so, and a plain file named `.gz`, record nothing.
+        assert_eq!(recorded, [("a.log.gz", Some(160_000)), ("b.log", None), ("c.log.gz", None)]);
+        assert_eq!(files[0].bytes, gz.len() as u64);
     }
 
     #[test]
