@@ -258,10 +258,11 @@ impl Default for ReadAheadBound {
 impl ReadAheadBound {
     /// How many of `files`, from the first, are read ahead together; zero or one: the first is streamed.
     fn window(&self, files: &[InputFile], threads: usize) -> usize {
-        let mut text = 0;
+        let mut text = 0u64;
         let mut count = 0;
         for file in files.iter().take(threads + 1) {
-            text += Self::text_bytes(file);
+            // Saturating: a zstd frame header may claim up to 2⁶⁴ bytes.
+            text = text.saturating_add(Self::text_bytes(file));
             let admitted = file.bytes <= READ_AHEAD_BYTES && Self::text_bytes(file) < self.below;
             if !admitted || (count > 0 && text > READ_AHEAD_WINDOW_BYTES) {
                 break;
@@ -707,6 +708,10 @@ mod tests {
         assert_eq!(bound.window(&parts, 63), 4);
         // A recorded size below the stored one (a wrapped gzip size) is not believed: 13.6 MB, then 4 MiB more.
         parts[0].recorded_text = Some(5);
+        assert_eq!(bound.window(&parts, 2), 1);
+        // A claim near 2⁶⁴ (a zstd header may make one) is a window of one, not a sum that wraps around.
+        parts[0].recorded_text = Some(u64::MAX - 2);
+        parts[1].recorded_text = Some(u64::MAX - 2);
         assert_eq!(bound.window(&parts, 2), 1);
         // Nor is one given for a file not named as compressed (which is read as it is stored).
         let mut plain_parts = files(&[("p.log", 1_000_000); 4]);

@@ -31,10 +31,11 @@ pub fn named_compressed(path: &Path) -> bool {
     path.extension().is_some_and(|e| ["gz", "zst", "zstd"].iter().any(|c| e == *c))
 }
 
-/// [`InputFile::recorded_text`]: read from the file's header or trailer. A file that cannot be read here fails
-/// when it is parsed, with the message that names it.
-fn recorded_text(path: &Path) -> Option<u64> {
-    if named_compressed(path) { recorded_text_bytes(path).ok().flatten() } else { None }
+/// [`InputFile::recorded_text`]: read from the file's header or trailer, for a regular file only (reading a named
+/// pipe here would take bytes the parse needs). A file that cannot be read here fails when it is parsed, with the
+/// message that names it.
+fn recorded_text(path: &Path, metadata: &fs::Metadata) -> Option<u64> {
+    if metadata.is_file() && named_compressed(path) { recorded_text_bytes(path).ok().flatten() } else { None }
 }
 
 fn modified(metadata: &fs::Metadata) -> Option<i64> {
@@ -61,7 +62,7 @@ pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFil
                 path: input.clone(),
                 display: display_path(input, input),
                 bytes: metadata.len(),
-                recorded_text: recorded_text(input),
+                recorded_text: recorded_text(input, &metadata),
                 modified: modified(&metadata),
                 in_directory: false,
             });
@@ -88,7 +89,7 @@ fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> 
         } else {
             files.push(InputFile {
                 display: display_path(root, &path),
-                recorded_text: recorded_text(&path),
+                recorded_text: recorded_text(&path, &metadata),
                 path,
                 bytes: metadata.len(),
                 modified: modified(&metadata),
@@ -161,6 +162,24 @@ mod tests {
         // 160,000 bytes of text; a gzip'd file not named so, and a plain file named `.gz`, record nothing.
         assert_eq!(recorded, [("a.log.gz", Some(160_000)), ("b.log", None), ("c.log.gz", None)]);
         assert_eq!(files[0].bytes, gz.len() as u64);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_named_as_gzip_d_is_not_opened_while_inputs_are_collected() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("stream.log.gz");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let (done, wait) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || done.send(collect_inputs(&[path], Path::new("out")).unwrap()[0].recorded_text));
+        // Opening the pipe to read it would block until a writer came: unblock it, then fail.
+        let recorded = wait.recv_timeout(std::time::Duration::from_secs(10)).unwrap_or_else(|_| {
+            drop(std::fs::OpenOptions::new().write(true).open(&fifo));
+            panic!("collecting the inputs opened the named pipe")
+        });
+        assert_eq!(recorded, None);
     }
 
     #[test]
