@@ -15,8 +15,8 @@
 //! Memory stays bounded: at most three batches of `2 × threads` chunks are alive (one folded, one prepared, one
 //! read), each chunk at most [`CHUNK_BYTES`] (a line longer than a chunk makes a chunk of its own, up to the line
 //! length limit) and a batch ends once it holds [`BATCH_BYTES`] of input, so it holds less than that and one more
-//! chunk, however long the lines and however many the threads. What `prepare` makes of a line can be several times its size (a
-//! Mooncake record is about 4×), hence the small batches.
+//! chunk, however long the lines and however many the threads. What `prepare` makes of a line can be several times
+//! its size (a Mooncake record is about 4×), hence the small batches.
 
 use std::cell::Cell;
 use std::io::{self, BufRead};

@@ -128,9 +128,13 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
             let held = ReadAheadBound::held_share(window);
             let ahead: Vec<_> = files[next..next + window]
                 .par_iter()
-                .map(|file| match window >= threads {
-                    true => parallel::sequentially(|| read_ahead(file, options, held)),
-                    false => read_ahead(file, options, held),
+                .map(|file| {
+                    // As many files as threads keep the pool busy: each file's lines need not go to it as well.
+                    if window >= threads {
+                        parallel::sequentially(|| read_ahead(file, options, held))
+                    } else {
+                        read_ahead(file, options, held)
+                    }
                 })
                 .collect();
             files[next..next + window].iter().zip(ahead.into_iter().map(Some)).collect()
