@@ -34,6 +34,7 @@ pub mod generate;
 pub mod llmservingsim;
 mod mooncake;
 pub mod ragpulse;
+mod sessions;
 pub mod tracelab;
 pub mod weka;
 

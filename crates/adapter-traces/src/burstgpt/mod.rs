@@ -44,19 +44,18 @@ pub(crate) use csv_line::split as split_csv_line;
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
-use std::num::NonZeroUsize;
 use std::ops::Range;
 
-use ahash::RandomState;
 use csv_line::UnterminatedQuote;
 use infertrace_adapter::parallel::map_lines;
-use lru::LruCache;
 
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status, WorkloadClass};
+
+use crate::sessions::{Digest, Key, MAX_SESSIONS, Sessions};
 
 /// The BurstGPT CSV trace adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -76,8 +75,6 @@ const API_LOG: &str = "API log";
 
 /// Fields looked at per line; BurstGPT has eight.
 const MAX_FIELDS: usize = 32;
-/// Sessions remembered for turn numbers.
-const MAX_SESSIONS: usize = 100_000;
 /// Model names counted by name in `details.models`.
 const MAX_MODELS: usize = 32;
 
@@ -183,13 +180,15 @@ impl Adapter for BurstGpt {
                     DiagnosticKind::MissingField,
                     "no Timestamp,Request tokens,Response tokens header; assuming the 1.x column order",
                 ));
-                state.fold(Record::read(line, Columns::V1), line.as_bytes(), Columns::V1, line_no, ctx, sink)?;
+                let record = Record::read(line, Columns::V1, &state.digest);
+                state.fold(record, line.as_bytes(), Columns::V1, line_no, ctx, sink)?;
             }
         }
         if let Some(cols) = columns {
+            let digest = state.digest.clone();
             let prepare = |bytes: &[u8]| {
                 let line = infertrace_adapter::utf8(bytes)?;
-                (!line.trim_ascii().is_empty()).then(|| Record::read(line, cols))
+                (!line.trim_ascii().is_empty()).then(|| Record::read(line, cols, &digest))
             };
             map_lines(&mut lines, prepare, |line_no, bytes, record| match record {
                 Some(record) => state.fold(record, bytes, cols, line_no, ctx, sink),
@@ -214,7 +213,10 @@ impl Adapter for BurstGpt {
 #[derive(Debug)]
 struct State<'a> {
     stem: &'a str,
-    sessions: Sessions,
+    /// Keys `sessions`; a copy computes the key of each line's session where the line is read.
+    digest: Digest,
+    /// Each session's next turn.
+    sessions: Sessions<u32>,
     failures: u64,
     log_types: BTreeMap<&'static str, u64>,
     models: BTreeMap<String, u64>,
@@ -226,6 +228,7 @@ impl<'a> State<'a> {
     fn new(stem: &'a str) -> Self {
         Self {
             stem,
+            digest: Digest::default(),
             sessions: Sessions::new(MAX_SESSIONS),
             failures: 0,
             log_types: BTreeMap::new(),
@@ -337,7 +340,7 @@ impl<'a> State<'a> {
             *self.log_types.entry(log_key).or_default() += 1;
         }
         let session = field(&record.session);
-        let turn = session.map(|id| self.sessions.next_turn(id));
+        let turn = record.session_key.map(|key| self.next_turn(key));
         let failed = response == Some(0);
         if failed {
             self.failures += 1;
@@ -363,6 +366,13 @@ impl<'a> State<'a> {
         })
     }
 
+    /// The turn of this row of the session keyed `key` (0 for a new session, or one forgotten), counting it.
+    fn next_turn(&mut self, key: Key) -> u32 {
+        let turn = self.sessions.touch(key).0.unwrap_or(0);
+        self.sessions.set(key, turn.saturating_add(1));
+        turn
+    }
+
     fn details(self) -> BTreeMap<String, serde_json::Value> {
         let mut details = BTreeMap::new();
         details.insert("failures".to_owned(), self.failures.into());
@@ -383,37 +393,6 @@ impl<'a> State<'a> {
     }
 }
 
-/// Turn counters of sessions, least recently used forgotten first past the cap. Lookups only: the map's
-/// iteration order never reaches an output.
-#[derive(Debug)]
-struct Sessions {
-    map: LruCache<String, u32, RandomState>,
-    started: u64,
-    evicted: u64,
-}
-
-impl Sessions {
-    fn new(cap: usize) -> Self {
-        let cap = NonZeroUsize::new(cap).unwrap_or(NonZeroUsize::MIN);
-        Self { map: LruCache::with_hasher(cap, RandomState::new()), started: 0, evicted: 0 }
-    }
-
-    /// The turn of this row of session `id` (0 for a new session), counting it.
-    fn next_turn(&mut self, id: &str) -> u32 {
-        if let Some(turns) = self.map.get_mut(id) {
-            let turn = *turns;
-            *turns = turns.saturating_add(1);
-            return turn;
-        }
-        self.started += 1;
-        // `id` is new, so what `push` hands back is the least recently used session, forgotten.
-        if self.map.push(id.to_owned(), 1).is_some() {
-            self.evicted += 1;
-        }
-        0
-    }
-}
-
 /// What a data line holds, read without the fold's state (on any thread): numbers parsed, text fields as byte
 /// ranges of the line.
 #[derive(Debug, Clone, Default)]
@@ -431,10 +410,12 @@ struct Record {
     model: Option<Range<usize>>,
     log_type: Option<Range<usize>>,
     session: Option<Range<usize>>,
+    /// [`Digest::key`] of the session id.
+    session_key: Option<Key>,
 }
 
 impl Record {
-    fn read(line: &str, cols: Columns) -> Result<Record, UnterminatedQuote> {
+    fn read(line: &str, cols: Columns, digest: &Digest) -> Result<Record, UnterminatedQuote> {
         let mut buf = [""; MAX_FIELDS];
         let count = split_csv_line(line, &mut buf)?;
         let fields = &buf[..count];
@@ -459,6 +440,7 @@ impl Record {
             model: range(cols.model),
             log_type: range(cols.log_type),
             session: range(cols.session),
+            session_key: get(cols.session).map(|id| digest.key(id)),
         })
     }
 }

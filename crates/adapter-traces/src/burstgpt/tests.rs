@@ -133,11 +133,15 @@ fn a_headerless_file_is_read_in_the_1x_order_with_a_diagnostic() {
 
 #[test]
 fn sessions_past_the_cap_are_forgotten_least_recently_used_first() {
-    let mut sessions = Sessions::new(2);
-    let turns: Vec<u32> = ["a", "b", "a", "c", "b", "a"].iter().map(|id| sessions.next_turn(id)).collect();
+    let mut state = State::new("x");
+    state.sessions = Sessions::new(2);
+    let keys: Vec<Key> = ["a", "b", "a", "c", "b", "a"].iter().map(|id| state.digest.key(id)).collect();
+    let turns: Vec<u32> = keys.into_iter().map(|key| state.next_turn(key)).collect();
     // "c" evicts "b" (least recently used), so "b" restarts; "b" then evicts "a", which restarts too.
     assert_eq!(turns, [0, 0, 1, 0, 0, 0]);
-    assert_eq!((sessions.started, sessions.evicted), (5, 3));
+    assert_eq!((state.sessions.started, state.sessions.evicted), (5, 3));
+    let details = state.details();
+    assert_eq!((&details["sessions"], &details["sessions_evicted"]), (&5.into(), &3.into()));
 }
 
 #[test]

@@ -119,7 +119,7 @@ use regex::bytes::Regex;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use record::{Id, Prepared, Record};
-use state::{Digest, MAX_REQUESTS, MAX_SESSIONS, Requests, Session, Sessions, Timing};
+use state::{Digest, MAX_REQUESTS, MAX_SESSIONS, RESTARTS_AT_TURN_0, Requests, Session, Sessions, Timing};
 
 /// Tokens per `hash_ids` block in every Mooncake trace without a header that says otherwise.
 pub(crate) const BLOCK_SIZE: u32 = 512;
@@ -355,7 +355,6 @@ struct Parser<'c> {
     sessions: Sessions,
     requests: Requests,
     counts: Counts,
-    eviction_reported: bool,
 }
 
 impl<'c> Parser<'c> {
@@ -372,7 +371,6 @@ impl<'c> Parser<'c> {
             sessions: Sessions::new(MAX_SESSIONS),
             requests: Requests::new(MAX_REQUESTS),
             counts: Counts::default(),
-            eviction_reported: false,
         }
     }
 
@@ -490,24 +488,8 @@ impl<'c> Parser<'c> {
 
         // The session: turn index, previous arrival and (delta) context.
         let session_key = record.session_key;
-        let previous = match session_key {
-            Some(key) => {
-                let (session, evicted) = self.sessions.get(key);
-                if evicted && !self.eviction_reported {
-                    self.eviction_reported = true;
-                    sink.diagnostic(Diagnostic::new(
-                        line,
-                        DiagnosticKind::Inconsistent,
-                        format!(
-                            "more than {MAX_SESSIONS} sessions open: the least recently used are forgotten \
-                             (a later turn of one restarts at turn 0)"
-                        ),
-                    ));
-                }
-                Some(session)
-            }
-            None => None,
-        };
+        let previous = session_key
+            .map(|key| self.sessions.touch_reporting(key, line, RESTARTS_AT_TURN_0, sink).unwrap_or_default());
 
         let mut row = RequestRow {
             request_id: request_id.unwrap_or_else(|| format!("{}:{line}", self.stem)),

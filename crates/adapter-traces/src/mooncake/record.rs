@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 
-use super::state::{Digest, Key};
+use crate::sessions::{Digest, Key};
 
 /// One line. The aliases are the ones Dynamo's `MooncakeRow` accepts.
 #[derive(Debug, Default, Deserialize)]

@@ -53,7 +53,6 @@
 //!   naming what is absent (a missing component list counts as empty).
 
 pub mod generate;
-pub(crate) mod sessions;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -72,7 +71,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use sessions::{MAX_SESSIONS, Sessions};
+use crate::sessions::{Digest, MAX_SESSIONS, RESTARTS_AT_TURN_0, Sessions};
 
 /// The RAGPulse trace adapter (trace lines and id→length map lines).
 #[derive(Debug, Clone, Copy, Default)]
@@ -266,9 +265,10 @@ struct Parser<'c> {
     source: &'static str,
     ctx: &'c ParseContext<'c>,
     stem: String,
+    /// Keys `sessions`.
+    digest: Digest,
     /// The next turn of each session.
     sessions: Sessions<u32>,
-    eviction_reported: bool,
     /// Token length by (component, id), from map lines.
     lengths: HashMap<(usize, u64), u32>,
     map_full_reported: bool,
@@ -293,8 +293,8 @@ impl<'c> Parser<'c> {
             source,
             ctx,
             stem: ctx.source_stem().to_owned(),
+            digest: Digest::default(),
             sessions: Sessions::new(MAX_SESSIONS),
-            eviction_reported: false,
             lengths: HashMap::new(),
             map_full_reported: false,
             late_maps_reported: false,
@@ -421,20 +421,9 @@ impl<'c> Parser<'c> {
         let session = record.session_id.as_ref().map(|id| id.to_key().into_owned());
         let turn = match &session {
             Some(id) => {
-                let (next, evicted) = self.sessions.touch(id);
-                if evicted && !self.eviction_reported {
-                    self.eviction_reported = true;
-                    sink.diagnostic(Diagnostic::new(
-                        line,
-                        DiagnosticKind::Inconsistent,
-                        format!(
-                            "more than {MAX_SESSIONS} sessions open: the least recently used are forgotten \
-                             (a later turn of one restarts at turn 0)"
-                        ),
-                    ));
-                }
-                let turn = next.unwrap_or(0);
-                self.sessions.set(id, turn.saturating_add(1));
+                let key = self.digest.key(id);
+                let turn = self.sessions.touch_reporting(key, line, RESTARTS_AT_TURN_0, sink).unwrap_or(0);
+                self.sessions.set(key, turn.saturating_add(1));
                 Some(turn)
             }
             None => None,

@@ -9,7 +9,7 @@ use infertrace_adapter::{
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status, WorkloadClass};
 
-use crate::ragpulse::sessions::{MAX_SESSIONS, Sessions};
+use crate::sessions::{Digest, MAX_SESSIONS, Sessions};
 
 const MAX_FIELDS: usize = 16;
 
@@ -88,8 +88,8 @@ pub(super) fn parse(
     let stem = ctx.source_stem();
     let mut lines = LineReader::new(input);
     let mut columns: Option<Columns> = None;
+    let digest = Digest::default();
     let mut sessions = Sessions::<Previous>::new(MAX_SESSIONS);
-    let mut eviction_reported = false;
     let mut counts = Counts::default();
     while let Some((line_no, bytes)) = lines.next_bytes()? {
         let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
@@ -131,21 +131,10 @@ pub(super) fn parse(
         }
         let record = Record::read(fields, cols, line_no, sink);
         let session = Some(fields[cols.session]).filter(|s| !s.is_empty());
-        let previous = match session {
-            Some(id) => {
-                let (previous, evicted) = sessions.touch(id);
-                if evicted && !eviction_reported {
-                    eviction_reported = true;
-                    sink.diagnostic(Diagnostic::new(
-                        line_no,
-                        DiagnosticKind::Inconsistent,
-                        format!(
-                            "more than {MAX_SESSIONS} sessions open: the least recently used are forgotten \
-                             (a later round of one arrives at its own arrival_time)"
-                        ),
-                    ));
-                }
-                previous
+        let key = session.map(|id| digest.key(id));
+        let previous = match key {
+            Some(key) => {
+                sessions.touch_reporting(key, line_no, "a later round of one arrives at its own arrival_time", sink)
             }
             None => {
                 sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MissingField, "empty session id"));
@@ -165,12 +154,12 @@ pub(super) fn parse(
         {
             counts.compactions += 1;
         }
-        if let Some(id) = session {
+        if let Some(key) = key {
             let next = Previous {
                 next_arrival: arrival.zip(record.wait_ns).and_then(|(a, w)| a.checked_add(w)),
                 context: prompt.zip(record.output).and_then(|(p, o)| p.checked_add(o)),
             };
-            sessions.set(id, next);
+            sessions.set(key, next);
         }
         let row = RequestRow {
             request_id: match (session, record.round) {

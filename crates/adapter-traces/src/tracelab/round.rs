@@ -11,7 +11,7 @@ use infertrace_adapter::{
 use infertrace_schema::{ClockDomain, RequestRow, Status, WorkloadClass};
 use serde::Deserialize;
 
-use crate::ragpulse::sessions::{MAX_SESSIONS, Sessions};
+use crate::sessions::{Digest, MAX_SESSIONS, Sessions};
 
 /// One round; only the keys used are read, texts and the other counters are skipped.
 #[derive(Debug, Default, Deserialize)]
@@ -68,6 +68,7 @@ pub(super) fn parse(
     sink: &mut dyn Sink,
 ) -> Result<ParseReport, ParseError> {
     let stem = ctx.source_stem();
+    let digest = Digest::default();
     let mut sessions = Sessions::<()>::new(MAX_SESSIONS);
     let mut counts = Counts::default();
     let mut lines = LineReader::new(input);
@@ -85,7 +86,7 @@ pub(super) fn parse(
             }
         };
         if let Some(id) = &round.session_id {
-            sessions.touch(id);
+            sessions.touch(digest.key(id));
         }
         let row = row(source, stem, ctx, line_no, round, &mut counts, sink);
         sink.request(row)?;
