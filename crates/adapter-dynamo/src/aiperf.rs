@@ -120,8 +120,8 @@ use std::io::{self, BufRead, Read};
 
 use infertrace_adapter::json::Scalar;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, HEAD_BYTES, LineReader, ParseContext, ParseError, ParseReport,
-    Sink, json, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, HEAD_BYTES, Head, LineReader, ParseContext, ParseError,
+    ParseReport, Sink, json, utf8_line,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use serde::Deserialize;
@@ -174,8 +174,8 @@ impl Adapter for Aiperf {
         "AIPerf profile_export.jsonl per-request records (pre-0.1.1 to 0.13+, raw too) and summaries (JSON, CSV)"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let text = text.trim_start_matches('\u{feff}').trim_start();
         if text.starts_with('{') {
             return match first_key(text) {

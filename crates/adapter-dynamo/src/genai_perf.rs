@@ -55,8 +55,8 @@ use std::io::BufRead;
 
 use infertrace_adapter::json::Scalar;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    json, utf8_line,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status};
 use serde::Deserialize;
@@ -92,8 +92,8 @@ impl Adapter for GenaiPerf {
          JSON and CSV"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let text = text.trim_start_matches('\u{feff}').trim_start();
         if text.starts_with(CSV_HEADER) || text.starts_with(CSV_TELEMETRY_HEADER) {
             return Some(Confidence::High);

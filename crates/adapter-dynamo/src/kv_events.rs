@@ -26,8 +26,8 @@ use std::io::BufRead;
 
 use infertrace_adapter::time::millis_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    json, utf8_line,
 };
 use infertrace_schema::{CacheEvent, CacheEventKind, CacheTier, ClockDomain, DatasetError};
 use serde_json::Value;
@@ -52,8 +52,8 @@ impl Adapter for DynamoKvEvents {
         "Dynamo router KV events (RouterEvent JSONL, recorder or subscriber) and legacy KV hit-rate events"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim_start();
         if !first.starts_with('{') {
             return None;

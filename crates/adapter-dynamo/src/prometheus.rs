@@ -51,7 +51,7 @@
 use std::io::BufRead;
 
 use infertrace_adapter::prometheus::{SampleLine, Target, parse_sample, read_scrapes};
-use infertrace_adapter::{Adapter, Confidence, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::metrics;
 
 /// The Prometheus `/metrics` adapter for NVIDIA Dynamo.
@@ -178,8 +178,8 @@ impl Adapter for DynamoMetrics {
          scrapes"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let mut dynamo = false;
         let mut engine = false;
         for name in text.lines().filter_map(|l| line_name(l.trim())) {

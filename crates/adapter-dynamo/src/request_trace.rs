@@ -48,7 +48,7 @@ use std::io::BufRead;
 use infertrace_adapter::parallel::map_json_lines;
 use infertrace_adapter::time::millis_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
 };
 use infertrace_schema::{CacheEvent, CacheEventKind, ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use serde::Deserialize;
@@ -136,8 +136,8 @@ impl Adapter for DynamoRequestTrace {
         "Dynamo request trace (dynamo.request.trace.v1 JSONL, DYN_REQUEST_TRACE): one row per request"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         (text.trim_start().starts_with('{') && text.contains(SCHEMA)).then_some(Confidence::High)
     }
 

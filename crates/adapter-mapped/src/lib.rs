@@ -46,7 +46,7 @@ mod record;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
-use infertrace_adapter::{Adapter, Confidence, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 
 pub use mapping::{Mapping, MappingError};
 
@@ -103,7 +103,7 @@ impl Adapter for MappedAdapter {
         self.kind.description()
     }
 
-    fn detect(&self, _head: &[u8]) -> Option<Confidence> {
+    fn detect_head(&self, _head: &Head<'_>) -> Option<Confidence> {
         None
     }
 

@@ -25,8 +25,8 @@ use std::io::BufRead;
 
 use infertrace_adapter::json::{Scalar, SumOf};
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    json, utf8_line,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
 use serde::Deserialize;
@@ -128,8 +128,8 @@ impl Adapter for SglangBench {
         "SGLang bench_serving result JSONL, 0.3-0.5.23 (per-request rows with --output-details; summaries)"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let json = text.trim_start().starts_with('{');
         (json && SIGNATURE.iter().any(|k| text.contains(k))).then_some(Confidence::High)
     }

@@ -21,7 +21,7 @@
 use std::io::BufRead;
 
 use infertrace_adapter::kv_events::{self, Dialect};
-use infertrace_adapter::{Adapter, Confidence, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::CacheTier;
 
 /// The SGLang KV-cache event adapter.
@@ -55,8 +55,8 @@ impl Adapter for SglangKvEvents {
         "SGLang KV-cache events (--kv-events-config, 0.4.7+): msgpack payloads or JSON lines"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let batch = kv_events::looks_like_msgpack_batch(head) || kv_events::looks_like_json_batch(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let batch = kv_events::looks_like_msgpack_batch(head.bytes()) || kv_events::looks_like_json_batch(head);
         (batch && kv_events::speaks_sglang(head)).then_some(Confidence::High)
     }
 

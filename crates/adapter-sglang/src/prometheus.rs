@@ -12,7 +12,7 @@
 use std::io::BufRead;
 
 use infertrace_adapter::prometheus::{SampleLine, Target, read_scrapes};
-use infertrace_adapter::{Adapter, Confidence, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::metrics;
 
 /// The Prometheus `/metrics` adapter for SGLang.
@@ -87,8 +87,8 @@ impl Adapter for SglangMetrics {
         "SGLang Prometheus /metrics text exposition, one or many scrapes: gauges, counters, histogram count/sum"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         text.lines()
             .any(|l| l.starts_with("# TYPE sglang:") || l.starts_with("# HELP sglang:") || l.starts_with("sglang:"))
             .then_some(Confidence::High)

@@ -12,7 +12,7 @@ use std::io::BufRead;
 use infertrace_adapter::parallel::map_json_lines;
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
 use serde::{Deserialize, Deserializer};
@@ -38,8 +38,8 @@ impl Adapter for SglangRequestMetrics {
         "SGLang --export-metrics-to-file request records (0.5.6+): one JSON object per finished request"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let first = text.lines().next().unwrap_or_default();
         (first.starts_with('{') && first.contains("\"request_parameters\"")).then_some(Confidence::High)
     }

@@ -18,7 +18,7 @@ use std::io::BufRead;
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::{Instant, parse_datetime};
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
     UtcOffset, utf8_line,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
@@ -74,8 +74,8 @@ impl Adapter for AzureLlm {
         "Azure LLM inference trace CSV (2023 Splitwise, 2024 DynamoLLM week, 2025 multimodal): TIMESTAMP,ContextTokens,GeneratedTokens"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let line = crate::first_line(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let line = crate::first_line(head.bytes());
         let has = |name: &str| line.split(|&b| b == b',').any(|f| f.trim_ascii() == name.as_bytes());
         (has(TIMESTAMP) && has(CONTEXT_TOKENS) && has(GENERATED_TOKENS)).then_some(Confidence::High)
     }

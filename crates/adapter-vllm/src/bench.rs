@@ -24,8 +24,8 @@ use std::io::BufRead;
 use infertrace_adapter::json::{Scalar, SumOf};
 use infertrace_adapter::time::{civil_to_nanos, seconds_to_nanos};
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    json, utf8_line,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status};
 use serde::Deserialize;
@@ -137,8 +137,8 @@ impl Adapter for VllmBench {
         "vLLM benchmark_serving.py / `vllm bench serve` result JSON (per-request rows) or console summary"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         // Key order differs between writers (Python keeps insertion order, others sort), and per-request arrays can
         // push the summary past the head: accept any two of the run-level keys.
         let keys = [

@@ -20,7 +20,7 @@
 use std::io::BufRead;
 
 use infertrace_adapter::kv_events::{self, Dialect};
-use infertrace_adapter::{Adapter, Confidence, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::CacheTier;
 
 /// The vLLM KV-cache event adapter.
@@ -53,8 +53,8 @@ impl Adapter for VllmKvEvents {
         "vLLM KV-cache events (BlockStored/BlockRemoved/AllBlocksCleared): msgpack payloads or JSON lines"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        if !(kv_events::looks_like_msgpack_batch(head) || kv_events::looks_like_json_batch(head)) {
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        if !(kv_events::looks_like_msgpack_batch(head.bytes()) || kv_events::looks_like_json_batch(head)) {
             return None;
         }
         // SGLang writes the same encoding: yield to it when its own vocabulary shows.

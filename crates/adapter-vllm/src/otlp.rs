@@ -26,8 +26,8 @@ use std::io::BufRead;
 
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    json, utf8_line,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status};
 use serde::Deserialize;
@@ -151,8 +151,8 @@ impl Adapter for VllmOtlp {
         "vLLM OpenTelemetry llm_request spans as OTLP/JSON (collector file exporter, one export per line)"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         (text.trim_start().starts_with('{') && text.contains("\"resourceSpans\"")).then(|| {
             if text.contains("llm_request") || text.contains("gen_ai.") { Confidence::High } else { Confidence::Low }
         })

@@ -28,7 +28,7 @@ use crate::parallel::map_lines;
 use crate::shared::SharedText;
 
 use crate::time::seconds_to_nanos;
-use crate::{Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line};
+use crate::{Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line};
 
 /// What differs between the frameworks that write this encoding.
 #[derive(Debug, Clone, Copy)]
@@ -49,17 +49,18 @@ pub fn looks_like_msgpack_batch(head: &[u8]) -> bool {
 }
 
 /// Whether the first line of `head` is a JSON batch naming one of the event types.
-pub fn looks_like_json_batch(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(head);
-    let first = text.lines().next().unwrap_or_default().trim_start();
+pub fn looks_like_json_batch(head: &Head<'_>) -> bool {
+    let first = head.text().lines().next().unwrap_or_default().trim_start();
     let json = first.starts_with('[') || first.starts_with('{');
-    json && ["BlockStored", "BlockRemoved", "AllBlocksCleared"].iter().any(|t| first.contains(&format!("\"{t}\"")))
+    json && [r#""BlockStored""#, r#""BlockRemoved""#, r#""AllBlocksCleared""#].iter().any(|t| first.contains(t))
 }
 
 /// Whether `head` shows vocabulary only SGLang's events carry (its medium names `CPU_PINNED` and `EXTERNAL`, its
 /// rank key `attn_dp_rank`). Batches without a medium or a map form are byte for byte the same in both frameworks.
-pub fn speaks_sglang(head: &[u8]) -> bool {
-    ["CPU_PINNED", "EXTERNAL", "attn_dp_rank"].iter().any(|m| head.windows(m.len()).any(|w| w == m.as_bytes()))
+pub fn speaks_sglang(head: &Head<'_>) -> bool {
+    ["CPU_PINNED", "EXTERNAL", "attn_dp_rank"]
+        .iter()
+        .any(|m| memchr::memmem::find(head.bytes(), m.as_bytes()).is_some())
 }
 
 /// Reads every batch of `input` into `sink`.
@@ -548,7 +549,9 @@ mod tests {
     fn detection_helpers() {
         assert!(looks_like_msgpack_batch(&[0x93, 0xcb, 0, 0]));
         assert!(!looks_like_msgpack_batch(&[0x94, 0xcb]));
-        assert!(looks_like_json_batch(br#"[1.0, [["AllBlocksCleared"]]]"#));
-        assert!(!looks_like_json_batch(br#"{"type": "BlockStoredLater"}"#));
+        assert!(looks_like_json_batch(&Head::new(br#"[1.0, [["AllBlocksCleared"]]]"#)));
+        assert!(!looks_like_json_batch(&Head::new(br#"{"type": "BlockStoredLater"}"#)));
+        assert!(speaks_sglang(&Head::new(br#"[1.0, [["BlockRemoved", [1], "CPU_PINNED"]], 0]"#)));
+        assert!(!speaks_sglang(&Head::new(br#"[1.0, [["BlockRemoved", [1], "CPU"]], 0]"#)));
     }
 }

@@ -1,6 +1,6 @@
 //! The adapter boundary of infertrace: what every input format implements, and the helpers they share.
 //!
-//! An [`Adapter`] has an id, a cheap [`detect`](Adapter::detect) over the first 4 KiB of an input, and a streaming
+//! An [`Adapter`] has an id, a cheap [`detect_head`](Adapter::detect_head) over the first 4 KiB of an input, and a streaming
 //! [`parse`](Adapter::parse) that pushes canonical rows and per-line [`Diagnostic`]s into a [`Sink`] (ripgrep's
 //! `Sink` push model). Parsing never fails on content: a line an adapter cannot use becomes a diagnostic with its
 //! line number, never a panic and never a silent drop. `Err` from `parse` means I/O failed, nothing else.
@@ -26,6 +26,7 @@ mod sink;
 pub mod testing;
 pub mod time;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, BufRead};
 
@@ -117,6 +118,33 @@ pub enum ParseError {
     Write(#[from] DatasetError),
 }
 
+/// The first [`HEAD_BYTES`] (or fewer) decompressed bytes of an input, as detection reads them: the bytes, and the
+/// same bytes as text, decoded once for all the adapters that are asked (each decoded them on its own before: a
+/// quarter of the time of a run over 8,000 files of 6 KB went to detection, and a third of that to the decoding).
+#[derive(Debug, Clone)]
+pub struct Head<'a> {
+    bytes: &'a [u8],
+    text: Cow<'a, str>,
+}
+
+impl<'a> Head<'a> {
+    /// The head `bytes`, decoded.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, text: String::from_utf8_lossy(bytes) }
+    }
+
+    /// The bytes as read.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The bytes as text: each sequence that is not UTF-8 (a character cut at the end of the head included) replaced
+    /// by U+FFFD, as [`String::from_utf8_lossy`] does.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
 /// One input format.
 pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// Stable format id, used by `--format` and stored in `source` and the manifest.
@@ -126,8 +154,14 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     fn description(&self) -> &'static str;
 
     /// Whether `head`, the first [`HEAD_BYTES`] (or fewer) decompressed bytes of an input, looks like this format.
-    /// Must be cheap and must not assume `head` ends on a line boundary.
-    fn detect(&self, head: &[u8]) -> Option<Confidence>;
+    /// Must be cheap and must not assume `head` ends on a line boundary. The CLI asks every adapter about one
+    /// [`Head`], so its text is decoded once.
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence>;
+
+    /// [`detect_head`](Self::detect_head) of the head `head`, for asking one adapter. Not meant to be overridden.
+    fn detect(&self, head: &[u8]) -> Option<Confidence> {
+        self.detect_head(&Head::new(head))
+    }
 
     /// Parses the whole input, pushing rows and diagnostics into `sink`.
     fn parse(

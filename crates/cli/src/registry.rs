@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use clap::ValueEnum;
-use infertrace_adapter::{Adapter, Confidence};
+use infertrace_adapter::{Adapter, Confidence, Head};
 use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
 use infertrace_adapter_mapped::{InputKind, MappedAdapter, Mapping};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
@@ -179,10 +179,12 @@ pub enum DetectError {
     Ambiguous(Vec<&'static str>),
 }
 
-/// The adapter that claims `head` with the highest confidence.
+/// The adapter that claims `head` with the highest confidence. Every adapter is asked about one [`Head`], decoded
+/// once.
 pub fn detect(head: &[u8]) -> Result<&'static dyn Adapter, DetectError> {
+    let head = Head::new(head);
     let claims: Vec<(Confidence, &'static dyn Adapter)> =
-        ADAPTERS.iter().filter_map(|&a| a.detect(head).map(|c| (c, a))).collect();
+        ADAPTERS.iter().filter_map(|&a| a.detect_head(&head).map(|c| (c, a))).collect();
     let Some(best) = claims.iter().map(|(c, _)| *c).max() else { return Err(DetectError::Unknown) };
     let top: Vec<_> = claims.iter().filter(|(c, _)| *c == best).map(|(_, a)| *a).collect();
     match top.as_slice() {

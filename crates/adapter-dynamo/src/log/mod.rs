@@ -101,7 +101,7 @@ use std::ops::Range;
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::parse_datetime;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
     UtcOffset, utf8_line,
 };
 use infertrace_schema::ClockDomain;
@@ -143,22 +143,24 @@ impl Adapter for DynamoLog {
          cache lookups"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let mut records = 0;
         let mut specific = false;
         for raw in text.lines().take(64) {
             let clean = line::strip_ansi(line::strip_wrapper(raw));
             let trimmed = clean.trim_start();
             if trimmed.starts_with('{') {
-                let keyed = |key: &str| trimmed.contains(&format!("\"{key}\":"));
-                if keyed("level") && keyed("message") && (keyed("target") || keyed("time")) {
+                // Each key with its quotes and colon, `"level":`.
+                let keyed = |key: &str| trimmed.contains(key);
+                let (level, message) = (keyed(r#""level":"#), keyed(r#""message":"#));
+                if level && message && (keyed(r#""target":"#) || keyed(r#""time":"#)) {
                     records += 1;
                     specific |= trimmed.contains("\"target\":\"dynamo")
-                        || keyed("log.target")
-                        || keyed("x_dynamo_request_id")
+                        || keyed(r#""log.target":"#)
+                        || keyed(r#""x_dynamo_request_id":"#)
                         || DYNAMO_MESSAGES.iter().any(|m| trimmed.contains(&format!("\"message\":\"{m}")));
-                } else if keyed("level") && keyed("message") && keyed("request_id") {
+                } else if level && message && keyed(r#""request_id":"#) {
                     // Abridged lifecycle lines (no time, no target).
                     records += 1;
                     specific |= DYNAMO_MESSAGES.iter().any(|m| trimmed.contains(&format!("\"message\":\"{m}\"")));

@@ -44,6 +44,13 @@ pub(crate) fn parse(line: &str) -> Option<Record<'_>> {
     parse_at_start(line).or_else(|| by_regex(line))
 }
 
+/// [`parse`] for a line of a file not known to be SGLang's (detection): most such lines are no record, and a search
+/// without captures (which allocate) answers those; a line of an SGLang log is read by [`parse`], whose records
+/// would pay for the search twice.
+pub(crate) fn parse_unknown(line: &str) -> Option<Record<'_>> {
+    parse_at_start(line).or_else(|| ENVELOPE.is_match(line).then(|| by_regex(line)).flatten())
+}
+
 /// The record [`ENVELOPE`] finds anywhere in `line`.
 fn by_regex(line: &str) -> Option<Record<'_>> {
     let c = ENVELOPE.captures(line)?;
@@ -165,9 +172,18 @@ mod tests {
         ];
         for &(line, date, hms, millis, ranks, message) in cases {
             assert_eq!(parse(line), Some(Record { date, hms, millis, ranks, message }), "{line}");
+            assert_eq!(parse_unknown(line), parse(line), "{line}");
         }
-        for other in ["# source: x", "Traceback (most recent call last):", "new fill batch. #seq: 1.", ""] {
+        let others = [
+            "# source: x",
+            "Traceback (most recent call last):",
+            "new fill batch. #seq: 1.",
+            "",
+            r#"{"timestamp": 27482, "hash_ids": [46, 47], "input_length": 6755}"#,
+        ];
+        for other in others {
             assert_eq!(parse(other), None, "{other}");
+            assert_eq!(parse_unknown(other), None, "{other}");
         }
     }
 
@@ -198,6 +214,9 @@ mod tests {
                 proptest::prop_assert_eq!(Some(record), by_regex(&line));
             }
             proptest::prop_assert_eq!(parse(&line), by_regex(&line));
+            proptest::prop_assert_eq!(parse_unknown(&line), parse(&line));
+            let prefixed = format!("x {line}");
+            proptest::prop_assert_eq!(parse_unknown(&prefixed), parse(&prefixed));
         }
     }
 }

@@ -27,8 +27,8 @@ use ahash::{HashMap, HashSet};
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::{civil_to_nanos, next_date, seconds_to_nanos, utc_date};
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, SharedText,
-    Sink, UtcOffset, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport,
+    SharedText, Sink, UtcOffset, utf8_line,
 };
 use infertrace_schema::{ClockDomain, DatasetError, EngineSample, RequestRow, Status, YearAssumption, YearSource};
 
@@ -67,8 +67,8 @@ impl Adapter for SglangLog {
         "SGLang scheduler log, 0.3-0.5.23 (and pre-0.3 fill-batch lines): Prefill/Decode batch statistics to samples"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let mut records = 0;
         let mut specific = false;
         for line in text.lines().take(64) {
@@ -76,7 +76,7 @@ impl Adapter for SglangLog {
             {
                 return Some(Confidence::High);
             }
-            if let Some(record) = envelope::parse(line) {
+            if let Some(record) = envelope::parse_unknown(line) {
                 records += 1;
                 specific |= SGLANG_MESSAGES.iter().any(|m| record.message.contains(m));
             }

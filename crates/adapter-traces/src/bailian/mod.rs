@@ -49,7 +49,7 @@ use std::sync::LazyLock;
 use infertrace_adapter::parallel::map_json_lines;
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use regex::bytes::Regex;
@@ -91,8 +91,8 @@ impl Adapter for BailianTrace {
          seconds, 16-token hash_ids"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let line = crate::first_line(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let line = crate::first_line(head.bytes());
         (line.starts_with(b"{") && SIGNATURE.iter().all(|re| re.is_match(line))).then_some(Confidence::High)
     }
 

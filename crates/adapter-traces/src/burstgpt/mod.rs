@@ -51,7 +51,8 @@ use infertrace_adapter::parallel::map_lines;
 
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    utf8_line,
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status, WorkloadClass};
 
@@ -143,8 +144,8 @@ impl Adapter for BurstGpt {
          seconds from the first day's midnight, zero-response rows are failures"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let line = crate::first_line(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let line = crate::first_line(head.bytes());
         let has = |name: &str| line.split(|&b| b == b',').any(|f| f.trim_ascii() == name.as_bytes());
         (has(TIMESTAMP) && has(REQUEST_TOKENS) && has(RESPONSE_TOKENS)).then_some(Confidence::High)
     }

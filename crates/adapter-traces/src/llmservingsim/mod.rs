@@ -100,7 +100,7 @@ mod meta;
 
 use std::io::{self, BufRead, Read};
 
-use infertrace_adapter::{Adapter, Confidence, HEAD_BYTES, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_adapter::{Adapter, Confidence, HEAD_BYTES, Head, ParseContext, ParseError, ParseReport, Sink};
 
 /// The LLMServingSim artifacts adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -156,8 +156,8 @@ impl Adapter for LlmServingSim {
          outputs/sim.csv, and its JSONL workloads (token ids become 16-token prefix hashes)"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let text = text.trim_start_matches('\u{feff}').trim_start();
         if text.starts_with('{') {
             let first = text.lines().next().unwrap_or_default();
@@ -167,8 +167,8 @@ impl Adapter for LlmServingSim {
             let meta = ["\"vllm_version\"", "\"engine_kwargs\"", "\"dataset_hash\""].iter().all(|k| text.contains(k));
             return (requests || workload || meta).then_some(Confidence::High);
         }
-        let timeseries = header_has(head, &["t", "prompt_throughput", "gen_throughput", "kv_cache_pct"]);
-        let sim = header_has(head, &["instance id", "request id", "arrival", "queuing_delay", "TTFT", "TPOT"]);
+        let timeseries = header_has(head.bytes(), &["t", "prompt_throughput", "gen_throughput", "kv_cache_pct"]);
+        let sim = header_has(head.bytes(), &["instance id", "request id", "arrival", "queuing_delay", "TTFT", "TPOT"]);
         (timeseries || sim).then_some(Confidence::High)
     }
 

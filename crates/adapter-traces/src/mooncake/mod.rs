@@ -111,8 +111,8 @@ use std::sync::LazyLock;
 use infertrace_adapter::parallel::map_lines_ahead;
 use infertrace_adapter::time::millis_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    json, utf8_line,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use regex::bytes::Regex;
@@ -191,8 +191,8 @@ impl Adapter for Mooncake {
          applied_compute_agentic): ms arrivals, 512-token hash_ids"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let line = crate::first_line(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let line = crate::first_line(head.bytes());
         if !line.starts_with(b"{") {
             return None;
         }
@@ -233,7 +233,7 @@ impl Adapter for MooncakeDelta {
          prompts accumulated); chosen with --format, never detected"
     }
 
-    fn detect(&self, _head: &[u8]) -> Option<Confidence> {
+    fn detect_head(&self, _head: &Head<'_>) -> Option<Confidence> {
         // Delta lines are byte-for-byte Mooncake lines: only the user can say which reading is meant.
         None
     }

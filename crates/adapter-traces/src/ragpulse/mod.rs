@@ -62,8 +62,8 @@ use std::sync::LazyLock;
 
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, json,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    json, utf8_line,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use regex::bytes::Regex;
@@ -208,8 +208,8 @@ impl Adapter for RagPulse {
          id→token_length map files"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let line = crate::first_line(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let line = crate::first_line(head.bytes());
         if !line.starts_with(b"{") {
             return None;
         }

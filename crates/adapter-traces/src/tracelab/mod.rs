@@ -73,7 +73,7 @@ mod round;
 use std::io::BufRead;
 use std::sync::LazyLock;
 
-use infertrace_adapter::{Adapter, Confidence, ParseContext, ParseError, ParseReport, Sink};
+use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use regex::bytes::Regex;
 
 /// The TraceLab adapter: round traces (JSONL) and replay CSVs.
@@ -97,8 +97,8 @@ impl Adapter for TraceLab {
          tools) and session_runner replay CSV"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let line = crate::first_line(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let line = crate::first_line(head.bytes());
         if line.starts_with(b"{") {
             return ROUND_LINE.iter().all(|re| re.is_match(line)).then_some(Confidence::High);
         }

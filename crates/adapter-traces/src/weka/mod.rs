@@ -79,7 +79,7 @@ use std::sync::LazyLock;
 use infertrace_adapter::json::Scalar;
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, ParseContext, ParseError, ParseReport, Sink, json,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, ParseContext, ParseError, ParseReport, Sink, json,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 use regex::Regex;
@@ -126,8 +126,8 @@ impl Adapter for WekaTrace {
          64-token hash_ids, recorded ttft and api_time"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let text = text.trim_start_matches('\u{feff}').trim_start();
         if !text.starts_with('{') || !text.contains("\"requests\"") || text.contains("\"dynamo.agentic_mooncake\"") {
             return None;

@@ -24,7 +24,8 @@ use std::io::BufRead;
 
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
+    utf8_line,
 };
 
 use envelope::Envelope;
@@ -58,8 +59,8 @@ impl Adapter for VllmLog {
         "vLLM server/engine text log, 0.2.7-0.33: stats lines to samples, Received/Added/Finished/Aborted to requests"
     }
 
-    fn detect(&self, head: &[u8]) -> Option<Confidence> {
-        let text = String::from_utf8_lossy(head);
+    fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
+        let text = head.text();
         let mut records = 0;
         let mut vllm_specific = false;
         let mut dynamo_records = 0;
