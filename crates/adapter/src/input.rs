@@ -213,6 +213,9 @@ const BLOCK_BYTES: usize = 1 << 20;
 /// Bytes of the first blocks of a small input: a new block is zeroed before it is filled, and zeroing a whole
 /// [`BLOCK_BYTES`] block for each of thousands of small files was 5% of the work of reading them.
 const FIRST_BLOCK_BYTES: usize = 64 << 10;
+/// Files smaller than this are read whole, and hashed, by the thread that opens them, without a reading thread
+/// (see `StoredReader::spawn`).
+const READ_HERE_BYTES: usize = FIRST_BLOCK_BYTES;
 /// Blocks a producing thread fills ahead of its consumer: memory is bounded by about this many blocks per thread.
 const BLOCKS_AHEAD: usize = 4;
 
@@ -259,6 +262,12 @@ impl Blocks {
         let (spent, recycled) = sync_channel::<Vec<u8>>(BLOCKS_AHEAD + 2);
         let blocks = Self { blocks: Some(blocks), spent, block: Vec::new(), at: 0, ended: None, what };
         (BlockSender { send, recycled }, blocks)
+    }
+
+    /// The whole of a small input, read without a thread: `block`, then its end or its failure.
+    fn whole(block: Vec<u8>, failure: Option<(io::ErrorKind, String)>) -> Self {
+        let (spent, _) = sync_channel(0);
+        Self { blocks: None, spent, block, at: 0, ended: Some(failure), what: "reading the input" }
     }
 
     /// Stops listening: the producing thread sees it at its next block.
@@ -319,21 +328,61 @@ struct StoredReader {
     /// Stored bytes the thread has read so far.
     read: Arc<AtomicU64>,
     blocks: Blocks,
-    thread: Option<JoinHandle<Hashed>>,
+    /// `None` once finished.
+    hashing: Option<Hashing>,
+}
+
+/// Where the size and hash of the stored file come from.
+enum Hashing {
+    /// The reading thread, once it has read the whole file.
+    Thread(JoinHandle<Hashed>),
+    /// A small file, read whole when it was opened.
+    Done(Hashed),
 }
 
 impl StoredReader {
     fn spawn(mut file: File, progress: Option<Progress>) -> io::Result<Self> {
-        let (sender, blocks) = Blocks::channel("reading the input");
         let read = Arc::new(AtomicU64::new(0));
-        let counter = read.clone();
         // Blocks no larger than the file needs (one byte more, to see its end): a hint, for a file that grows
         // while it is read is read to its end all the same.
         let size = file.metadata().map_or(u64::MAX, |m| m.len());
+        // A file smaller than READ_HERE_BYTES is read and hashed here: starting (and joining) a thread for it cost
+        // more than reading it. Only if it turns out larger than it said (it grew, or it is no regular file) does
+        // a thread read the rest.
+        let mut first = None;
+        if size < READ_HERE_BYTES as u64 {
+            let mut block = vec![0; size as usize + 1];
+            let (n, error) = read_full(&mut file, &mut block);
+            block.truncate(n);
+            let mut sha = Sha256::new();
+            sha.update(&block);
+            read.store(n as u64, Ordering::Relaxed);
+            if let Some(progress) = &progress {
+                progress(n as u64);
+            }
+            if let Some(e) = error {
+                let (kind, message) = (e.kind(), e.to_string());
+                let blocks = Blocks::whole(block, Some((kind, message)));
+                let failed = Err(io::Error::new(kind, "reading the input failed"));
+                return Ok(Self { read, blocks, hashing: Some(Hashing::Done(failed)) });
+            }
+            if n <= size as usize {
+                let hashed = Ok((n as u64, sha));
+                return Ok(Self { read, blocks: Blocks::whole(block, None), hashing: Some(Hashing::Done(hashed)) });
+            }
+            first = Some((block, sha));
+        }
+        let (sender, blocks) = Blocks::channel("reading the input");
+        let counter = read.clone();
         let thread = std::thread::Builder::new().name("input-reader".to_owned()).spawn(move || -> Hashed {
             let (mut sha, mut bytes) = (Sha256::new(), 0u64);
             // Once the parser stops listening (it finished early), the rest is still hashed.
             let mut listening = true;
+            if let Some((block, hashed)) = first {
+                // Read, hashed and counted already.
+                (sha, bytes) = (hashed, block.len() as u64);
+                listening = sender.send.send(Ok(block)).is_ok();
+            }
             loop {
                 let left = size.saturating_sub(bytes).saturating_add(1);
                 let mut block = sender.block(left.clamp(FIRST_BLOCK_BYTES as u64, BLOCK_BYTES as u64) as usize);
@@ -364,15 +413,17 @@ impl StoredReader {
                 listening = listening && sender.send.send(Ok(block)).is_ok();
             }
         })?;
-        Ok(Self { read, blocks, thread: Some(thread) })
+        Ok(Self { read, blocks, hashing: Some(Hashing::Thread(thread)) })
     }
 
     /// Stops reading blocks and returns the size and hash of the whole stored file.
     fn finish(&mut self) -> io::Result<(u64, Sha256)> {
         self.blocks.close();
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(hashed)) => hashed,
-            Some(Err(_)) => Err(io::Error::other("the input reading thread panicked")),
+        match self.hashing.take() {
+            Some(Hashing::Thread(thread)) => {
+                thread.join().unwrap_or_else(|_| Err(io::Error::other("the input reading thread panicked")))
+            }
+            Some(Hashing::Done(hashed)) => hashed,
             None => Err(io::Error::other("the input was already finished")),
         }
     }
@@ -567,6 +618,73 @@ mod tests {
             let stored = std::fs::read(path).unwrap();
             assert_eq!(digest.bytes, stored.len() as u64);
         }
+    }
+
+    #[test]
+    fn a_file_smaller_than_a_first_block_is_read_without_a_thread_and_any_other_with_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: Vec<u8> = (0..7000).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+        // 7000 numbers and their newlines: 10 of one digit, 90 of two, 900 of three, 6000 of four.
+        assert_eq!(text.len(), 10 * 2 + 90 * 3 + 900 * 4 + 6000 * 5);
+        for (name, len, threaded) in [
+            ("empty", 0, false),
+            ("small", 1000, false),
+            ("one-less", READ_HERE_BYTES - 1, false),
+            ("at-the-bound", READ_HERE_BYTES, true),
+        ] {
+            let bytes: Vec<u8> = text.iter().copied().cycle().take(len).collect();
+            let path = dir.path().join(name);
+            std::fs::write(&path, &bytes).unwrap();
+            let mut stored = StoredReader::spawn(File::open(&path).unwrap(), None).unwrap();
+            assert_eq!(matches!(stored.hashing, Some(Hashing::Thread(_))), threaded, "{name}");
+            let mut content = Vec::new();
+            stored.read_to_end(&mut content).unwrap();
+            assert!(content == bytes, "{name}: the content differs");
+            let (n, sha) = stored.finish().unwrap();
+            let hex: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!((n, hex), (len as u64, sha256_hex(&bytes)), "{name}");
+            assert!(stored.finish().is_err(), "{name}: finished twice");
+            let (_, head, content, digest) = read_all(&path);
+            assert_eq!((head.len(), content.len()), (len.min(HEAD_BYTES), len), "{name}");
+            assert_eq!(digest, InputDigest { bytes: len as u64, sha256: sha256_hex(&bytes) }, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_file_longer_than_it_said_is_read_on_by_a_thread() {
+        // A named pipe says it is empty, then delivers 120 KB: the first byte read here (one more than its size)
+        // shows it is longer, and the thread reads the rest after it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(made.success());
+        let text: Vec<u8> = (0..20_000).flat_map(|i| format!("{i:05}\n").into_bytes()).collect();
+        assert_eq!(text.len(), 120_000);
+        let writer = {
+            let (path, text) = (path.clone(), text.clone());
+            std::thread::spawn(move || std::fs::write(path, text).unwrap())
+        };
+        let mut stored = StoredReader::spawn(File::open(&path).unwrap(), None).unwrap();
+        assert!(matches!(stored.hashing, Some(Hashing::Thread(_))));
+        let mut content = Vec::new();
+        stored.read_to_end(&mut content).unwrap();
+        writer.join().unwrap();
+        assert!(content == text, "the content differs: {} bytes", content.len());
+        let (n, sha) = stored.finish().unwrap();
+        let hex: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!((n, hex), (120_000, sha256_hex(&text)));
+    }
+
+    #[test]
+    fn a_small_file_that_cannot_be_read_fails_to_open() {
+        // A directory opens, and fails at its first read (on Linux, `EISDIR`), as a file failing on a disk would.
+        let dir = tempfile::tempdir().unwrap();
+        let error = Input::open(dir.path(), None).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::IsADirectory, "{error}");
+        let mut stored = StoredReader::spawn(File::open(dir.path()).unwrap(), None).unwrap();
+        assert!(stored.fill_buf().is_err());
+        assert!(stored.fill_buf().is_err(), "the failure stays one");
+        assert_eq!(stored.finish().unwrap_err().kind(), io::ErrorKind::IsADirectory);
     }
 
     #[test]
