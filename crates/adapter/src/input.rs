@@ -140,7 +140,7 @@ struct Limited {
     inner: Decoder,
     compression: Compression,
     limits: DecompressionLimits,
-    /// Stored bytes read so far (by the reading thread, a few blocks ahead of the decoder).
+    /// Stored bytes read so far (by the reading thread a few blocks ahead of the decoder, or all of a small file).
     stored: Arc<AtomicU64>,
     decompressed: u64,
 }
@@ -223,7 +223,8 @@ const BLOCKS_AHEAD: usize = 4;
 type Hashed = io::Result<(u64, Sha256)>;
 
 /// The consuming end of a thread that fills blocks of bytes: reads them in place, as a [`BufRead`], and hands each
-/// spent block back to be filled again, so no block is allocated twice.
+/// spent block back to be filled again, so no block is allocated twice. (Or the one block of a small input read
+/// without a thread, [`Blocks::whole`].)
 ///
 /// The thread sends its blocks, then either an empty block, the end, or the failure that stopped it, after the
 /// bytes it read before it. The end or the failure is given again on every later read, so a failure can never be
@@ -320,12 +321,14 @@ impl Read for Blocks {
     }
 }
 
-/// Reads the stored file on a thread of its own, hashing every byte as it passes and handing blocks to the
-/// parser (or the decoder) through a bounded channel: reading and SHA-256 (about a fifth of the work on a plain
-/// log) overlap with parsing instead of adding to it. Dropped unfinished (a failed parse), it leaves the thread to
-/// hash the rest on its own, without waiting for it.
+/// Reads the stored file, hashing every byte as it passes, and hands it to the parser (or the decoder) in blocks.
+///
+/// A file of at least [`READ_HERE_BYTES`] is read on a thread of its own, its blocks handed on through a bounded
+/// channel: reading and SHA-256 (about a fifth of the work on a plain log) overlap with parsing instead of adding to
+/// it. Dropped unfinished (a failed parse), it leaves the thread to hash the rest on its own, without waiting for
+/// it. A smaller file is read whole when it is opened, by the thread that opens it.
 struct StoredReader {
-    /// Stored bytes the thread has read so far.
+    /// Stored bytes read so far.
     read: Arc<AtomicU64>,
     blocks: Blocks,
     /// `None` once finished.
@@ -346,41 +349,44 @@ impl StoredReader {
         // Blocks no larger than the file needs (one byte more, to see its end): a hint, for a file that grows
         // while it is read is read to its end all the same.
         let size = file.metadata().map_or(u64::MAX, |m| m.len());
-        // A file smaller than READ_HERE_BYTES is read and hashed here: starting (and joining) a thread for it cost
-        // more than reading it. Only if it turns out larger than it said (it grew, or it is no regular file) does
-        // a thread read the rest.
+        let (mut sha, mut bytes) = (Sha256::new(), 0u64);
+        // A file smaller than `READ_HERE_BYTES` is read and hashed here: starting (and joining) a thread for it
+        // cost more than reading it. A file longer than it said (it grew, or it is a named pipe, which says 0) fills
+        // a first block as the thread would have (the head and the magic bytes are read from it), which a thread
+        // then hands on before it reads the rest.
         let mut first = None;
         if size < READ_HERE_BYTES as u64 {
             let mut block = vec![0; size as usize + 1];
-            let (n, error) = read_full(&mut file, &mut block);
-            block.truncate(n);
-            let mut sha = Sha256::new();
-            sha.update(&block);
-            read.store(n as u64, Ordering::Relaxed);
-            if let Some(progress) = &progress {
-                progress(n as u64);
+            let (mut n, mut error) = read_full(&mut file, &mut block);
+            if error.is_none() && n == block.len() {
+                block.resize(block.len().max(FIRST_BLOCK_BYTES), 0);
+                let (more, failure) = read_full(&mut file, &mut block[n..]);
+                (n, error) = (n + more, failure);
             }
+            let ended = n < block.len();
+            block.truncate(n);
             if let Some(e) = error {
-                let (kind, message) = (e.kind(), e.to_string());
-                let blocks = Blocks::whole(block, Some((kind, message)));
+                // As from the thread: the bytes read, then the failure, which the digest is too.
+                let kind = e.kind();
+                let blocks = Blocks::whole(block, Some((kind, e.to_string())));
                 let failed = Err(io::Error::new(kind, "reading the input failed"));
                 return Ok(Self { read, blocks, hashing: Some(Hashing::Done(failed)) });
             }
-            if n <= size as usize {
-                let hashed = Ok((n as u64, sha));
-                return Ok(Self { read, blocks: Blocks::whole(block, None), hashing: Some(Hashing::Done(hashed)) });
+            if !block.is_empty() {
+                count(&block, &mut sha, &mut bytes, &read, progress.as_ref());
             }
-            first = Some((block, sha));
+            if ended {
+                let hashing = Some(Hashing::Done(Ok((bytes, sha))));
+                return Ok(Self { read, blocks: Blocks::whole(block, None), hashing });
+            }
+            first = Some(block);
         }
         let (sender, blocks) = Blocks::channel("reading the input");
         let counter = read.clone();
         let thread = std::thread::Builder::new().name("input-reader".to_owned()).spawn(move || -> Hashed {
-            let (mut sha, mut bytes) = (Sha256::new(), 0u64);
             // Once the parser stops listening (it finished early), the rest is still hashed.
             let mut listening = true;
-            if let Some((block, hashed)) = first {
-                // Read, hashed and counted already.
-                (sha, bytes) = (hashed, block.len() as u64);
+            if let Some(block) = first {
                 listening = sender.send.send(Ok(block)).is_ok();
             }
             loop {
@@ -404,12 +410,7 @@ impl StoredReader {
                     return Ok((bytes, sha));
                 }
                 block.truncate(n);
-                sha.update(&block);
-                bytes += n as u64;
-                counter.store(bytes, Ordering::Relaxed);
-                if let Some(progress) = &progress {
-                    progress(n as u64);
-                }
+                count(&block, &mut sha, &mut bytes, &counter, progress.as_ref());
                 listening = listening && sender.send.send(Ok(block)).is_ok();
             }
         })?;
@@ -442,6 +443,17 @@ impl BufRead for StoredReader {
 impl Read for StoredReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.blocks.read(buf)
+    }
+}
+
+/// Hashes and counts a block of `n > 0` stored bytes just read: into the digest, the count of bytes read, the
+/// shared count the decompression limits read, and the progress bar.
+fn count(block: &[u8], sha: &mut Sha256, bytes: &mut u64, counter: &AtomicU64, progress: Option<&Progress>) {
+    sha.update(block);
+    *bytes += block.len() as u64;
+    counter.store(*bytes, Ordering::Relaxed);
+    if let Some(progress) = progress {
+        progress(block.len() as u64);
     }
 }
 
@@ -492,7 +504,7 @@ fn spawn_decoder(mut decoder: Limited) -> io::Result<(Blocks, JoinHandle<StoredR
 
 /// Where an [`Input`]'s content comes from.
 enum Content {
-    /// A plain file, read straight from the reading thread's blocks: no copy between them and the parser.
+    /// A plain file, read straight from the stored reader's blocks: no copy between them and the parser.
     Plain(StoredReader),
     /// A compressed file: the head, then the decoding thread's blocks, read in place; the thread gives the stored
     /// reader back to [`Input::finish`] once the parser stops listening.
@@ -524,8 +536,8 @@ impl Input {
     pub fn open_with_limits(path: &Path, progress: Option<Progress>, limits: DecompressionLimits) -> io::Result<Self> {
         let mut stored = StoredReader::spawn(File::open(path)?, progress)?;
         let stored_bytes = stored.read.clone();
-        // A block holds the first `FIRST_BLOCK_BYTES` of the file at least, or all of a shorter one: room for the
-        // magic bytes, and for the head of a plain file, which is not consumed.
+        // The first block holds the first `FIRST_BLOCK_BYTES` of the file at least, or all of a shorter one: room
+        // for the magic bytes, and for the head of a plain file, which is not consumed.
         let first = stored.fill_buf()?;
         let compression = Compression::sniff(first);
         let decoder = match compression {
@@ -650,29 +662,44 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_file_longer_than_it_said_is_read_on_by_a_thread() {
-        // A named pipe says it is empty, then delivers 120 KB: the first byte read here (one more than its size)
-        // shows it is longer, and the thread reads the rest after it.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pipe");
+    /// A named pipe at `dir/name` that a thread of its own fills with `bytes` once it is opened.
+    fn pipe(dir: &Path, name: &str, bytes: &[u8]) -> (std::path::PathBuf, std::thread::JoinHandle<()>) {
+        let path = dir.join(name);
         let made = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
         assert!(made.success());
+        let (to, bytes) = (path.clone(), bytes.to_vec());
+        (path, std::thread::spawn(move || std::fs::write(to, bytes).unwrap()))
+    }
+
+    #[test]
+    fn a_file_longer_than_it_said_is_read_on_by_a_thread() {
+        // A named pipe says it is empty. One of 120 KB fills a first block here (one byte past its size shows it
+        // is longer), and a thread reads the rest after it; one of 100 bytes ends within that block, no thread.
+        let dir = tempfile::tempdir().unwrap();
         let text: Vec<u8> = (0..20_000).flat_map(|i| format!("{i:05}\n").into_bytes()).collect();
         assert_eq!(text.len(), 120_000);
-        let writer = {
-            let (path, text) = (path.clone(), text.clone());
-            std::thread::spawn(move || std::fs::write(path, text).unwrap())
-        };
-        let mut stored = StoredReader::spawn(File::open(&path).unwrap(), None).unwrap();
-        assert!(matches!(stored.hashing, Some(Hashing::Thread(_))));
-        let mut content = Vec::new();
-        stored.read_to_end(&mut content).unwrap();
+        for (name, bytes, threaded) in [("long", &text[..], true), ("short", &text[..100], false)] {
+            let (path, writer) = pipe(dir.path(), name, bytes);
+            let mut stored = StoredReader::spawn(File::open(&path).unwrap(), None).unwrap();
+            assert_eq!(matches!(stored.hashing, Some(Hashing::Thread(_))), threaded, "{name}");
+            assert_eq!(stored.fill_buf().unwrap().len(), bytes.len().min(FIRST_BLOCK_BYTES), "{name}: first block");
+            let mut content = Vec::new();
+            stored.read_to_end(&mut content).unwrap();
+            writer.join().unwrap();
+            assert!(content == bytes, "{name}: the content differs: {} bytes", content.len());
+            let (n, sha) = stored.finish().unwrap();
+            let hex: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!((n, hex), (bytes.len() as u64, sha256_hex(bytes)), "{name}");
+        }
+        // Its magic bytes and head come from that first block: a gzip'd pipe is read as gzip.
+        let stored = gzip(&[&text]);
+        let (path, writer) = pipe(dir.path(), "log.gz", &stored);
+        let (compression, head, content, digest) = read_all(&path);
         writer.join().unwrap();
-        assert!(content == text, "the content differs: {} bytes", content.len());
-        let (n, sha) = stored.finish().unwrap();
-        let hex: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!((n, hex), (120_000, sha256_hex(&text)));
+        assert_eq!(compression, Compression::Gzip);
+        assert_eq!(head, &text[..HEAD_BYTES]);
+        assert!(content == text, "the gzip'd pipe's content differs: {} bytes", content.len());
+        assert_eq!(digest, InputDigest { bytes: stored.len() as u64, sha256: sha256_hex(&stored) });
     }
 
     #[test]

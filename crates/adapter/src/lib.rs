@@ -1,8 +1,8 @@
 //! The adapter boundary of infertrace: what every input format implements, and the helpers they share.
 //!
-//! An [`Adapter`] has an id, a cheap [`detect_head`](Adapter::detect_head) over the first 4 KiB of an input, and a streaming
-//! [`parse`](Adapter::parse) that pushes canonical rows and per-line [`Diagnostic`]s into a [`Sink`] (ripgrep's
-//! `Sink` push model). Parsing never fails on content: a line an adapter cannot use becomes a diagnostic with its
+//! An [`Adapter`] has an id, a cheap [`detect_head`](Adapter::detect_head) over the first 4 KiB of an input, and a
+//! streaming [`parse`](Adapter::parse) that pushes canonical rows and per-line [`Diagnostic`]s into a [`Sink`]
+//! (ripgrep's `Sink` push model). Parsing never fails on content: a line an adapter cannot use becomes a diagnostic with its
 //! line number, never a panic and never a silent drop. `Err` from `parse` means I/O failed, nothing else.
 //!
 //! The trait is object-safe and adapters are used as `&dyn Adapter`, so the CLI's registry is a plain static list.

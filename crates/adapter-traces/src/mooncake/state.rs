@@ -66,8 +66,8 @@ impl Requests {
         self.order.push_back(key);
     }
 
-    /// [`Sessions::look_ahead`](crate::sessions::Sessions::look_ahead) for the request table: `keys` as [`Requests::insert`] reads them, and the next `n`
-    /// requests it will forget.
+    /// [`Sessions::look_ahead`](crate::sessions::Sessions::look_ahead) for the request table: `keys` as
+    /// [`Requests::insert`] reads them, and the next `n` requests it will forget.
     pub(super) fn look_ahead(&self, keys: impl Iterator<Item = Key>, n: usize) -> usize {
         let mut found = keys.filter(|key| self.map.contains_key(key)).count();
         if self.map.len() >= self.cap {
@@ -133,7 +133,8 @@ mod tests {
                 // one present.
                 let probes = || (0..12).map(key);
                 let known = probes().filter(|k| fifo.contains(k)).count();
-                prop_assert_eq!(requests.look_ahead(probes(), 3), known + if fifo.len() >= cap { cap.min(3) } else { 0 });
+                let oldest = if fifo.len() >= cap { cap.min(3) } else { 0 };
+                prop_assert_eq!(requests.look_ahead(probes(), 3), known + oldest);
                 prop_assert_eq!(requests.order.len(), requests.map.len());
             }
         }

@@ -468,6 +468,10 @@ fn too_many_sessions_forget_the_least_recent_with_one_diagnostic() {
     let (sink, report) = parse(&text, ParseOptions::default());
     let found: Vec<(u64, &str)> = sink.diagnostics.iter().map(|d| (d.line, d.kind.as_str())).collect();
     assert_eq!(found, [(MAX_SESSIONS as u64 + 1, "inconsistent")]);
+    assert_eq!(
+        sink.diagnostics[0].message,
+        "more than 100000 sessions open: the least recently used are forgotten (a later turn of one restarts at turn 0)"
+    );
     assert_eq!(sink.requests.last().unwrap().turn, Some(0), "s0 was forgotten and starts over");
     assert_eq!(report.details["sessions_evicted"], 2);
     assert_eq!(report.details["sessions"], MAX_SESSIONS as u64 + 2);

@@ -199,6 +199,31 @@ fn replay_canonical_form_compaction_and_bad_records() {
 }
 
 #[test]
+fn replay_sessions_past_the_cap_are_forgotten_with_one_diagnostic() {
+    use std::fmt::Write;
+    // 100,001 sessions of one round each (s0 is then the least recently used and forgotten), then s0 again: its
+    // second round no longer follows its first's arrival plus wait (1 s + 5 s), and takes its own (2 s).
+    let mut text = String::from("id,input_len,output_len,arrival_time,round_idx,tool_wait_after_ms,prefix_len\n");
+    for i in 0..=100_000 {
+        writeln!(text, "s{i},10,1,1000,0,5000,0").unwrap();
+    }
+    text.push_str("s0,10,1,2000,1,0,11\n");
+    let (sink, report) = parse_with(&text, "replay.csv", ParseOptions::default());
+    assert_eq!(
+        found(&sink),
+        [(
+            100_002,
+            "inconsistent",
+            "more than 100000 sessions open: the least recently used are forgotten (a later round of one arrives at \
+             its own arrival_time)"
+        )]
+    );
+    assert_eq!(sink.requests.last().unwrap().arrival_time, Some(2000 * MS));
+    assert_eq!(report.details["sessions"], json!(100_002));
+    assert_eq!(report.details["sessions_evicted"], json!(2));
+}
+
+#[test]
 fn a_headerless_replay_file_is_read_in_the_documented_order() {
     let (sink, _) = parse_with("s,0,0,10,2,0\n", "x.csv", ParseOptions::default());
     assert_eq!(sink.diagnostics.len(), 1);
