@@ -477,11 +477,18 @@ fn read_full(source: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error
 /// of on the thread that folds its lines. Bytes read before a failure (a stream cut short, the size limit
 /// passed) are handed on before it. The thread stops once the parser stops listening, and gives the stored reader
 /// back for the digest.
-fn spawn_decoder(mut decoder: Limited) -> io::Result<(Blocks, JoinHandle<StoredReader>)> {
+fn spawn_decoder(mut decoder: Limited, first: Option<Vec<u8>>) -> io::Result<(Blocks, Decoding)> {
     let (sender, blocks) = Blocks::channel("decompressing the input");
     let thread = std::thread::Builder::new().name("input-decoder".to_owned()).spawn(move || {
         // The decompressed size is unknown: blocks start small and double up to `BLOCK_BYTES`.
         let mut len = FIRST_BLOCK_BYTES;
+        if let Some(block) = first {
+            // A whole block decoded already (see `decode`).
+            if sender.send.send(Ok(block)).is_err() {
+                return decoder.inner.into_stored();
+            }
+            len = BLOCK_BYTES;
+        }
         loop {
             let mut block = sender.block(len);
             len = (len * 2).min(BLOCK_BYTES);
@@ -499,16 +506,51 @@ fn spawn_decoder(mut decoder: Limited) -> io::Result<(Blocks, JoinHandle<StoredR
         }
         decoder.inner.into_stored()
     })?;
-    Ok((blocks, thread))
+    Ok((blocks, Decoding::Thread(thread)))
+}
+
+/// Decompresses `decoder`: here, whole, when its stored file was read whole when it was opened (`small`, see
+/// [`StoredReader`]) and it holds less than a [`BLOCK_BYTES`] block, as `spawn_decoder` would hand it on (its bytes,
+/// then its end or its failure); on a thread otherwise, after the block decoded here. A thread for each of thousands
+/// of small gzip'd files cost about as much as decoding them.
+fn decode(mut decoder: Limited, small: bool) -> io::Result<(Blocks, Decoding)> {
+    if !small {
+        return spawn_decoder(decoder, None);
+    }
+    let (mut block, mut n, mut len) = (Vec::new(), 0, FIRST_BLOCK_BYTES);
+    let failure = loop {
+        block.resize(len, 0);
+        let (more, error) = read_full(&mut decoder, &mut block[n..]);
+        n += more;
+        if error.is_some() || n < len {
+            break error;
+        }
+        if len == BLOCK_BYTES {
+            // Longer than a block: a thread decodes the rest.
+            return spawn_decoder(decoder, Some(block));
+        }
+        len = (len * 2).min(BLOCK_BYTES);
+    };
+    block.truncate(n);
+    let blocks = Blocks::whole(block, failure.map(|e| (e.kind(), e.to_string())));
+    Ok((blocks, Decoding::Done(Box::new(decoder.inner.into_stored()))))
+}
+
+/// Where the stored reader of a compressed input is once the content has been read.
+enum Decoding {
+    /// With the decoding thread, which gives it back once the parser stops listening.
+    Thread(JoinHandle<StoredReader>),
+    /// Here: a small input decoded whole when it was opened.
+    Done(Box<StoredReader>),
 }
 
 /// Where an [`Input`]'s content comes from.
 enum Content {
     /// A plain file, read straight from the stored reader's blocks: no copy between them and the parser.
     Plain(StoredReader),
-    /// A compressed file: the head, then the decoding thread's blocks, read in place; the thread gives the stored
-    /// reader back to [`Input::finish`] once the parser stops listening.
-    Decoded { reader: Chain<Cursor<Vec<u8>>, Blocks>, decoder: JoinHandle<StoredReader> },
+    /// A compressed file: the head, then the decoded blocks, read in place (the decoding thread's, or the one block
+    /// of a small input decoded whole); `decoder` gives the stored reader back to [`Input::finish`].
+    Decoded { reader: Chain<Cursor<Vec<u8>>, Blocks>, decoder: Decoding },
 }
 
 /// An opened input: a decompressed line reader, its head for detection, and its digest once read.
@@ -536,6 +578,7 @@ impl Input {
     pub fn open_with_limits(path: &Path, progress: Option<Progress>, limits: DecompressionLimits) -> io::Result<Self> {
         let mut stored = StoredReader::spawn(File::open(path)?, progress)?;
         let stored_bytes = stored.read.clone();
+        let small = matches!(stored.hashing, Some(Hashing::Done(_)));
         // The first block holds the first `FIRST_BLOCK_BYTES` of the file at least, or all of a shorter one: room
         // for the magic bytes, and for the head of a plain file, which is not consumed.
         let first = stored.fill_buf()?;
@@ -549,7 +592,7 @@ impl Input {
             Compression::Zstd => Decoder::Zstd(zstd::Decoder::with_buffer(stored)?),
         };
         let limited = Limited { inner: decoder, compression, limits, stored: stored_bytes, decompressed: 0 };
-        let (mut blocks, decoder) = spawn_decoder(limited)?;
+        let (mut blocks, decoder) = decode(limited, small)?;
         let mut head = Vec::with_capacity(HEAD_BYTES);
         (&mut blocks).take(HEAD_BYTES as u64).read_to_end(&mut head)?;
         let reader = Cursor::new(head.clone()).chain(blocks);
@@ -581,8 +624,12 @@ impl Input {
             Content::Decoded { reader, decoder } => {
                 // The decoder stops at its next block once nobody listens.
                 drop(reader);
-                let mut stored =
-                    decoder.join().map_err(|_| io::Error::other("the input decompressing thread panicked"))?;
+                let mut stored = match decoder {
+                    Decoding::Thread(thread) => {
+                        thread.join().map_err(|_| io::Error::other("the input decompressing thread panicked"))?
+                    }
+                    Decoding::Done(stored) => *stored,
+                };
                 stored.finish()?
             }
         };
@@ -700,6 +747,64 @@ mod tests {
         assert_eq!(head, &text[..HEAD_BYTES]);
         assert!(content == text, "the gzip'd pipe's content differs: {} bytes", content.len());
         assert_eq!(digest, InputDigest { bytes: stored.len() as u64, sha256: sha256_hex(&stored) });
+    }
+
+    #[test]
+    fn a_small_compressed_file_is_decoded_without_a_thread_unless_it_holds_more_than_a_block() {
+        let dir = tempfile::tempdir().unwrap();
+        // Lines of 9 bytes, `{:08}\n` of `i % 100`: 1,000 of them, and 200,000 (1.8 MB, more than a block), both
+        // under 64 KiB compressed; and long_text, which is not.
+        let lines = |n: usize| -> Vec<u8> { (0..n).flat_map(|i| format!("{:08}\n", i % 100).into_bytes()).collect() };
+        let (short, long) = (lines(1_000), lines(200_000));
+        assert_eq!((short.len(), long.len()), (9_000, 1_800_000));
+        let text = long_text();
+        let cases = [
+            ("short.gz", gzip(&[&short]), &short[..], false),
+            ("short.zst", zstd::encode_all(&short[..], 3).unwrap(), &short[..], false),
+            ("empty.gz", gzip(&[b""]), &[][..], false),
+            ("long.gz", gzip(&[&long]), &long[..], true),
+            ("text.gz", gzip(&[&text]), &text[..], true),
+        ];
+        for (name, stored, expected, threaded) in cases {
+            assert_eq!(stored.len() < READ_HERE_BYTES, name != "text.gz", "{name}: {} stored bytes", stored.len());
+            let path = dir.path().join(name);
+            std::fs::write(&path, &stored).unwrap();
+            let input = Input::open(&path, None).unwrap();
+            let Content::Decoded { decoder, .. } = &input.content else { panic!("{name} is not decoded") };
+            assert_eq!(matches!(decoder, Decoding::Thread(_)), threaded, "{name}");
+            drop(input);
+            let (_, head, content, digest) = read_all(&path);
+            assert_eq!(head, &expected[..expected.len().min(HEAD_BYTES)], "{name}");
+            assert!(content == expected, "{name}: the content differs: {} bytes", content.len());
+            assert_eq!(digest, InputDigest { bytes: stored.len() as u64, sha256: sha256_hex(&stored) }, "{name}");
+        }
+        // Cut short, a small stream decoded here hands on every byte before the cut, then fails, and stays failed,
+        // as the thread does.
+        let text: Vec<u8> = (0..20_000).flat_map(|i| format!("line {i} {}\n", i * 7919 % 1000).into_bytes()).collect();
+        for (name, stored) in [("cut.gz", gzip(&[&text])), ("cut.zst", zstd::encode_all(&text[..], 3).unwrap())] {
+            // Half way in, and three quarters in for zstd: past its first block of 128 KiB.
+            let cut = &stored[..if name.ends_with(".gz") { stored.len() / 2 } else { stored.len() * 3 / 4 }];
+            assert!(cut.len() < READ_HERE_BYTES, "{name}: {} stored bytes", cut.len());
+            let (expected, kind) = if name.ends_with(".gz") {
+                decode_directly(flate2::read::MultiGzDecoder::new(cut))
+            } else {
+                decode_directly(zstd::Decoder::new(cut).unwrap())
+            };
+            assert!(
+                kind == io::ErrorKind::UnexpectedEof && expected.len() > HEAD_BYTES,
+                "{name}: {kind:?}, {}",
+                expected.len()
+            );
+            let path = dir.path().join(name);
+            std::fs::write(&path, cut).unwrap();
+            let mut input = Input::open(&path, None).unwrap();
+            assert!(matches!(input.content, Content::Decoded { decoder: Decoding::Done(_), .. }), "{name}");
+            let (got, error) = read_to_failure(&mut input);
+            assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{name}: {error}");
+            assert!(got == expected, "{name}: {} bytes before the failure, {} expected", got.len(), expected.len());
+            let again = input.reader().fill_buf().map(<[u8]>::len).unwrap_err();
+            assert_eq!((again.kind(), again.to_string()), (error.kind(), error.to_string()), "{name}");
+        }
     }
 
     #[test]
