@@ -700,8 +700,7 @@ mod tests {
             stored.read_to_end(&mut content).unwrap();
             assert!(content == bytes, "{name}: the content differs");
             let (n, sha) = stored.finish().unwrap();
-            let hex: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
-            assert_eq!((n, hex), (len as u64, sha256_hex(&bytes)), "{name}");
+            assert_eq!((n, hex(sha)), (len as u64, sha256_hex(&bytes)), "{name}");
             assert!(stored.finish().is_err(), "{name}: finished twice");
             let (_, head, content, digest) = read_all(&path);
             assert_eq!((head.len(), content.len()), (len.min(HEAD_BYTES), len), "{name}");
@@ -735,8 +734,7 @@ mod tests {
             writer.join().unwrap();
             assert!(content == bytes, "{name}: the content differs: {} bytes", content.len());
             let (n, sha) = stored.finish().unwrap();
-            let hex: String = sha.finalize().iter().map(|b| format!("{b:02x}")).collect();
-            assert_eq!((n, hex), (bytes.len() as u64, sha256_hex(bytes)), "{name}");
+            assert_eq!((n, hex(sha)), (bytes.len() as u64, sha256_hex(bytes)), "{name}");
         }
         // Its magic bytes and head come from that first block: a gzip'd pipe is read as gzip.
         let stored = gzip(&[&text]);
@@ -866,7 +864,13 @@ mod tests {
     }
 
     fn sha256_hex(bytes: &[u8]) -> String {
-        Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+        let mut sha = Sha256::new();
+        sha.update(bytes);
+        hex(sha)
+    }
+
+    fn hex(sha: Sha256) -> String {
+        sha.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 
     #[test]

@@ -118,8 +118,9 @@ use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadC
 use regex::bytes::Regex;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
+use crate::sessions::{Digest, MAX_SESSIONS, RESTARTS_AT_TURN_0};
 use record::{Id, Prepared, Record};
-use state::{Digest, MAX_REQUESTS, MAX_SESSIONS, RESTARTS_AT_TURN_0, Requests, Session, Sessions, Timing};
+use state::{MAX_REQUESTS, Requests, Session, Sessions, Timing};
 
 /// Tokens per `hash_ids` block in every Mooncake trace without a header that says otherwise.
 pub(crate) const BLOCK_SIZE: u32 = 512;

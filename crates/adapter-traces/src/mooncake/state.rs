@@ -9,8 +9,6 @@ use std::collections::VecDeque;
 
 use crate::sessions::{Key, Table, table};
 
-pub(super) use crate::sessions::{Digest, MAX_SESSIONS, RESTARTS_AT_TURN_0};
-
 /// The session table of a Mooncake parse.
 pub(super) type Sessions = crate::sessions::Sessions<Session>;
 
@@ -88,7 +86,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::sessions::test_key as key;
+    use crate::sessions::{Digest, test_key as key};
 
     #[test]
     fn requests_forget_the_oldest() {
