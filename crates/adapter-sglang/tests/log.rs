@@ -263,3 +263,32 @@ fn access_lines_are_counted_by_endpoint_and_status_without_their_query() {
     assert_eq!(sink.diagnostics, []);
     assert_eq!(report.details["http_responses"], serde_json::json!({"GET /health 503": 1, "POST /generate 200": 2}));
 }
+
+#[test]
+fn time_stats_past_the_bound_are_written_alone_with_one_diagnostic() {
+    // 16,386 time-stats lines whose Finish lines never come (request logging off): the 16,385th line makes 16,385
+    // wait, one too many, so the oldest (line 1) is written alone at once, with the one diagnostic; the 16,386th
+    // writes line 2 alone, without another. The rest are written at the end of the file, as always.
+    let stats = |i: usize| {
+        format!(
+            "[2025-07-02 10:15:03 TP0] Req Time Stats(rid=r{i}, input len=8, output len=2, type=unified): \
+             queue_duration=0.50ms, forward_duration=16.00ms, start_time=9123.250\n"
+        )
+    };
+    let log: String = (1..=16_386).map(stats).collect();
+    let (sink, report) = parse(&log, ParseOptions::default(), None);
+    let [diagnostic] = &sink.diagnostics[..] else { panic!("{:?}", &sink.diagnostics[..3]) };
+    assert_eq!((diagnostic.line, diagnostic.kind), (16_385, DiagnosticKind::Inconsistent));
+    assert_eq!(
+        diagnostic.message,
+        "more than 16384 time-stats lines wait for their request's Finish line: the oldest are written alone (a \
+         later Finish line of one gives its request a second row)"
+    );
+    assert_eq!(report.details["req_time_stats_lines"], 16_386);
+    assert_eq!(report.details["req_time_stats_written_alone"], 2);
+    // Every line is one row, in the order written: the two written early first, then the rest at the end.
+    assert_eq!(sink.requests.len(), 16_386);
+    let ids: Vec<&str> = sink.requests[..3].iter().map(|r| r.request_id.as_str()).collect();
+    assert_eq!(ids, ["r1", "r2", "r3"]);
+    assert_eq!(sink.requests[0].status, infertrace_schema::Status::Unknown);
+}

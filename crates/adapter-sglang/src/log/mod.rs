@@ -211,6 +211,9 @@ impl Adapter for SglangLog {
         if open.stats_lines > 0 {
             details.insert("req_time_stats_lines".to_owned(), open.stats_lines.into());
             details.insert("req_time_stats_unusable".to_owned(), open.stats_unusable.into());
+            if open.stats_written_alone > 0 {
+                details.insert("req_time_stats_written_alone".to_owned(), open.stats_written_alone.into());
+            }
             if open.stats_unusable > 0 {
                 details.insert(
                     "req_time_stats_unusable_reason".to_owned(),
@@ -430,6 +433,8 @@ struct OpenRequests {
     finished_order: VecDeque<String>,
     stats_lines: u64,
     stats_unusable: u64,
+    /// Time-stats lines written alone because more than [`MAX_PENDING_STATS`] were waiting.
+    stats_written_alone: u64,
 }
 
 impl OpenRequests {
@@ -579,6 +584,17 @@ impl OpenRequests {
         while self.stats.len() > MAX_PENDING_STATS {
             let Some(oldest) = self.stats_order.pop_front() else { break };
             if let Some(pending) = self.stats.remove(&oldest) {
+                if self.stats_written_alone == 0 {
+                    sink.diagnostic(Diagnostic::new(
+                        line,
+                        DiagnosticKind::Inconsistent,
+                        format!(
+                            "more than {MAX_PENDING_STATS} time-stats lines wait for their request's Finish line: the \
+                             oldest are written alone (a later Finish line of one gives its request a second row)"
+                        ),
+                    ));
+                }
+                self.stats_written_alone += 1;
                 sink.request(standalone(pending, ctx))?;
             }
         }

@@ -25,8 +25,8 @@
 //! - `Elapsed time` (2.0, whole seconds from submission to the *full* response) → `e2e_s`, and
 //!   `completion_time` = arrival + elapsed. It is not a time to first token: `ttft_s` stays empty.
 //! - `Session ID` (2.0) → `session_id`, and `turn` counts the session's rows in file order from 0. Sessions are
-//!   remembered least-recently-used up to 100,000; a forgotten session that comes back restarts at turn 0 (counted
-//!   in `details.sessions_evicted`).
+//!   remembered least-recently-used up to 100,000; a forgotten session that comes back restarts at turn 0 (one
+//!   `inconsistent` diagnostic at the first eviction, and every one counted in `details.sessions_evicted`).
 //! - `Log Type` `Conversation log` → `workload_class` `chat`; `API log` rows have no class (API callers' traffic
 //!   can be anything).
 //! - `Total tokens` is checked against request + response tokens; a mismatch is an `inconsistent` diagnostic and
@@ -56,7 +56,7 @@ use infertrace_adapter::{
 };
 use infertrace_schema::{ClockDomain, RequestRow, Status, WorkloadClass};
 
-use crate::sessions::{Digest, Key, MAX_SESSIONS, Sessions};
+use crate::sessions::{Digest, Key, MAX_SESSIONS, RESTARTS_AT_TURN_0, Sessions};
 
 /// The BurstGPT CSV trace adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -341,7 +341,7 @@ impl<'a> State<'a> {
             *self.log_types.entry(log_key).or_default() += 1;
         }
         let session = field(&record.session);
-        let turn = record.session_key.map(|key| self.next_turn(key));
+        let turn = record.session_key.map(|key| self.next_turn(key, line, sink));
         let failed = response == Some(0);
         if failed {
             self.failures += 1;
@@ -367,9 +367,10 @@ impl<'a> State<'a> {
         })
     }
 
-    /// The turn of this row of the session keyed `key` (0 for a new session, or one forgotten), counting it.
-    fn next_turn(&mut self, key: Key) -> u32 {
-        let turn = self.sessions.touch(key).0.unwrap_or(0);
+    /// The turn of this row of the session keyed `key` (0 for a new session, or one forgotten), counting it; the
+    /// parse's first eviction is reported at `line`.
+    fn next_turn(&mut self, key: Key, line: u64, sink: &mut dyn Sink) -> u32 {
+        let turn = self.sessions.touch_reporting(key, line, RESTARTS_AT_TURN_0, sink).unwrap_or(0);
         self.sessions.set(key, turn.saturating_add(1));
         turn
     }

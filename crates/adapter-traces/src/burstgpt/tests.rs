@@ -136,10 +136,19 @@ fn sessions_past_the_cap_are_forgotten_least_recently_used_first() {
     let mut state = State::new("x");
     state.sessions = Sessions::new(2);
     let keys: Vec<Key> = ["a", "b", "a", "c", "b", "a"].iter().map(|id| state.digest.key(id)).collect();
-    let turns: Vec<u32> = keys.into_iter().map(|key| state.next_turn(key)).collect();
+    let mut sink = CollectSink::default();
+    let turns: Vec<u32> = (10..).zip(keys).map(|(line, key)| state.next_turn(key, line, &mut sink)).collect();
     // "c" evicts "b" (least recently used), so "b" restarts; "b" then evicts "a", which restarts too.
     assert_eq!(turns, [0, 0, 1, 0, 0, 0]);
     assert_eq!((state.sessions.started, state.sessions.evicted), (5, 3));
+    // Three evictions, one diagnostic: at the first, line 13 ("c").
+    assert_eq!(sink.diagnostics.len(), 1);
+    let diagnostic = &sink.diagnostics[0];
+    assert_eq!((diagnostic.line, diagnostic.kind), (13, DiagnosticKind::Inconsistent));
+    assert_eq!(
+        diagnostic.message,
+        "more than 2 sessions open: the least recently used are forgotten (a later turn of one restarts at turn 0)"
+    );
     let details = state.details();
     assert_eq!((&details["sessions"], &details["sessions_evicted"]), (&5.into(), &3.into()));
 }
