@@ -482,8 +482,17 @@ fn columns_carry_their_encodings_and_statistics() {
     let requests = open("requests").unwrap();
     let group = requests.metadata().row_group(0);
     let column = |name: &str| group.columns().iter().find(|c| c.column_path().string() == name).unwrap().clone();
-    assert!(column("request_id").dictionary_page_offset().is_none(), "ids are plain");
-    assert!(column("request_id").encodings().all(|e| e != Encoding::RLE_DICTIONARY));
+    // Ids: no dictionary, each value as its prefix shared with the one before and the rest.
+    for name in ["request_id", "session_id", "error"] {
+        let c = column(name);
+        assert!(c.dictionary_page_offset().is_none(), "{name} has no dictionary");
+        let encodings: Vec<Encoding> = c.encodings().collect();
+        assert!(encodings.contains(&Encoding::DELTA_BYTE_ARRAY), "{name}: {encodings:?}");
+        assert!(
+            !encodings.contains(&Encoding::RLE_DICTIONARY) && !encodings.contains(&Encoding::PLAIN),
+            "{encodings:?}"
+        );
+    }
     assert!(column("prefix_hashes.list.item").encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED));
     // The instance of a request is not a sample's: it keeps its statistics.
     assert!(column("instance").statistics().is_some());
