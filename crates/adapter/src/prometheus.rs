@@ -4,11 +4,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
+use std::ops::Range;
+use std::sync::Arc;
 
 use infertrace_schema::{ClockDomain, EngineSample};
 
+use crate::parallel::map_lines;
 use crate::time::parse_rfc3339;
-use crate::{Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, Sink, utf8_line};
+use crate::{
+    Diagnostic, DiagnosticKind, LineReader, ParseContext, ParseError, ParseReport, SharedText, Sink, utf8_line,
+};
 
 /// One sample line: `name{label="value",…} value [timestamp_ms]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +123,55 @@ struct Scrape {
     families: BTreeSet<String>,
 }
 
+/// What one line is, read on any thread ([`prepare`]); names are byte ranges of the line.
+#[derive(Debug)]
+enum Prepared {
+    /// Not UTF-8: the fold reports it.
+    NotUtf8,
+    /// Blank, a `# HELP` line, or a sample that is skipped (NaN, `_created`, `_bucket`).
+    Nothing,
+    /// An RFC 3339 line: a new scrape at that time.
+    Time(i64),
+    /// `# TYPE <family>`.
+    Family(Range<usize>),
+    /// Not exposition.
+    NotASample,
+    /// A sample of a series `target` has no name for.
+    Unmapped(Range<usize>),
+    /// A sample to keep.
+    Sample { target: Target, value: f64, timestamp_ms: Option<i64> },
+}
+
+/// Reads one line: what [`read_scrapes`]'s fold needs of it, whatever came before.
+fn prepare(bytes: &[u8], target: &(dyn Fn(&SampleLine<'_>) -> Option<Target> + Sync)) -> Prepared {
+    let Some(text) = crate::utf8(bytes) else { return Prepared::NotUtf8 };
+    let line = text.trim();
+    let range = |part: &str| {
+        let start = part.as_ptr() as usize - text.as_ptr() as usize;
+        start..start + part.len()
+    };
+    if line.is_empty() {
+        return Prepared::Nothing;
+    }
+    if let Some(at) = time_line(line) {
+        return Prepared::Time(at);
+    }
+    if let Some(rest) = line.strip_prefix("# TYPE ") {
+        return Prepared::Family(range(rest.split_whitespace().next().unwrap_or_default()));
+    }
+    if line.starts_with("# HELP ") {
+        return Prepared::Nothing;
+    }
+    let Some(sample) = parse_sample(line) else { return Prepared::NotASample };
+    if sample.value.is_nan() || sample.name.ends_with("_created") || sample.name.ends_with("_bucket") {
+        return Prepared::Nothing;
+    }
+    match target(&sample) {
+        Some(target) => Prepared::Sample { target, value: sample.value, timestamp_ms: sample.timestamp_ms },
+        None => Prepared::Unmapped(range(sample.name)),
+    }
+}
+
 /// Reads one or many scrapes into canonical samples of `source`, naming series with `target`.
 ///
 /// A scrape's time is a sample's own timestamp, else the last RFC 3339 line ([`time_line`]), else the file's
@@ -125,12 +179,14 @@ struct Scrape {
 /// family repeats. NaN samples ("no value"), `_created` and `_bucket` series are skipped; series `target` has no
 /// name for are listed in the report's `details.unmapped_series`; lines that are not exposition are
 /// `not-a-record` diagnostics.
+///
+/// Each line is read, and its series named, on the pool ([`map_lines`]); the scrapes are put together in order.
 pub fn read_scrapes(
     input: &mut dyn BufRead,
     ctx: &ParseContext<'_>,
     sink: &mut dyn Sink,
     source: &'static str,
-    target: &dyn Fn(&SampleLine<'_>) -> Option<Target>,
+    target: &(dyn Fn(&SampleLine<'_>) -> Option<Target> + Sync),
 ) -> Result<ParseReport, ParseError> {
     let mut lines = LineReader::new(input);
     let mut scrape = Scrape::default();
@@ -138,83 +194,94 @@ pub fn read_scrapes(
     let mut unmapped: BTreeSet<String> = BTreeSet::new();
     let mut clock_utc = true;
     let mut warned = false;
-    let flush = |scrape: &mut Scrape, at: Option<i64>, sink: &mut dyn Sink| -> Result<(), ParseError> {
+    // Every sample names its source, file, metric and instance: one shared copy of each text, not four strings a
+    // sample.
+    let (source, file): (Arc<str>, Arc<str>) = (source.into(), ctx.source_file.into());
+    let mut shared = SharedText::default();
+    let mut flush = |scrape: &mut Scrape, at: Option<i64>, sink: &mut dyn Sink| -> Result<(), ParseError> {
         let fallback = at.or(ctx.modified).unwrap_or(ctx.options.start_ns);
         for ((metric, instance), kept) in std::mem::take(&mut scrape.samples) {
             sink.sample(EngineSample {
                 time: kept.time.unwrap_or(fallback),
-                source: source.into(),
-                instance: instance.map(Into::into),
-                metric: metric.into(),
+                source: Arc::clone(&source),
+                instance: instance.map(|i| shared.get(&i)),
+                metric: shared.get(metric),
                 value: kept.value,
-                source_file: Some(ctx.source_file.into()),
+                source_file: Some(Arc::clone(&file)),
                 source_line: Some(kept.line),
             })?;
         }
         scrape.families.clear();
         Ok(())
     };
-    while let Some((line_no, bytes)) = lines.next_bytes()? {
-        let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(at) = time_line(line) {
-            flush(&mut scrape, scrape_time, sink)?;
-            scrape_time = Some(at);
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("# TYPE ").or_else(|| line.strip_prefix("# HELP ")) {
-            let family = rest.split_whitespace().next().unwrap_or_default().to_owned();
-            if line.starts_with("# TYPE ") && !scrape.families.insert(family.clone()) {
-                // The same family again: a new scrape without a time line of its own.
-                flush(&mut scrape, scrape_time, sink)?;
-                scrape.families.insert(family);
+    map_lines(
+        &mut lines,
+        |bytes| prepare(bytes, target),
+        |line_no, bytes, prepared| {
+            // A name `prepare` found in the line's text.
+            let text = |range: Range<usize>| String::from_utf8_lossy(&bytes[range]).into_owned();
+            let (Target { metric, rank, instance }, value, timestamp_ms) = match prepared {
+                Prepared::NotUtf8 => {
+                    utf8_line(line_no, bytes, sink);
+                    return Ok(());
+                }
+                Prepared::Nothing => return Ok(()),
+                Prepared::Time(at) => {
+                    flush(&mut scrape, scrape_time, sink)?;
+                    scrape_time = Some(at);
+                    return Ok(());
+                }
+                Prepared::Family(range) => {
+                    let family = text(range);
+                    if !scrape.families.insert(family.clone()) {
+                        // The same family again: a new scrape without a time line of its own.
+                        flush(&mut scrape, scrape_time, sink)?;
+                        scrape.families.insert(family);
+                    }
+                    return Ok(());
+                }
+                Prepared::NotASample => {
+                    sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not a Prometheus sample"));
+                    return Ok(());
+                }
+                Prepared::Unmapped(range) => {
+                    unmapped.insert(text(range));
+                    return Ok(());
+                }
+                Prepared::Sample { target, value, timestamp_ms } => (target, value, timestamp_ms),
+            };
+            // Milliseconds past 2262 overflow nanoseconds: the sample is skipped, said so, rather than wrapped.
+            let time = match timestamp_ms.map(|ms| ms.checked_mul(1_000_000)) {
+                Some(None) => {
+                    sink.diagnostic(Diagnostic::new(
+                        line_no,
+                        DiagnosticKind::InvalidValue,
+                        "sample timestamp past the year 2262 (not milliseconds?); the sample was skipped",
+                    ));
+                    return Ok(());
+                }
+                Some(Some(ns)) => Some(ns),
+                None => None,
+            };
+            if timestamp_ms.is_none() && scrape_time.is_none() {
+                if ctx.modified.is_none() && !warned {
+                    warned = true;
+                    sink.diagnostic(Diagnostic::new(
+                        line_no,
+                        DiagnosticKind::MissingField,
+                        "no scrape time (no timestamps, no RFC 3339 line, no file time): --start is used",
+                    ));
+                }
+                clock_utc &= ctx.modified.is_some();
             }
-            continue;
-        }
-        let Some(sample) = parse_sample(line) else {
-            sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not a Prometheus sample"));
-            continue;
-        };
-        if sample.value.is_nan() || sample.name.ends_with("_created") || sample.name.ends_with("_bucket") {
-            continue;
-        }
-        let Some(Target { metric, rank, instance }) = target(&sample) else {
-            unmapped.insert(sample.name.to_owned());
-            continue;
-        };
-        // Milliseconds past 2262 overflow nanoseconds: the sample is skipped, said so, rather than wrapped.
-        let time = match sample.timestamp_ms.map(|ms| ms.checked_mul(1_000_000)) {
-            Some(None) => {
-                sink.diagnostic(Diagnostic::new(
-                    line_no,
-                    DiagnosticKind::InvalidValue,
-                    "sample timestamp past the year 2262 (not milliseconds?); the sample was skipped",
-                ));
-                continue;
+            let kept = Kept { rank, value, time, line: line_no };
+            let entry = scrape.samples.entry((metric, instance)).or_insert(kept);
+            if rank < entry.rank {
+                *entry = kept;
             }
-            Some(Some(ns)) => Some(ns),
-            None => None,
-        };
-        if sample.timestamp_ms.is_none() && scrape_time.is_none() {
-            if ctx.modified.is_none() && !warned {
-                warned = true;
-                sink.diagnostic(Diagnostic::new(
-                    line_no,
-                    DiagnosticKind::MissingField,
-                    "no scrape time (no timestamps, no RFC 3339 line, no file time): --start is used",
-                ));
-            }
-            clock_utc &= ctx.modified.is_some();
-        }
-        let kept = Kept { rank, value: sample.value, time, line: line_no };
-        let entry = scrape.samples.entry((metric, instance)).or_insert(kept);
-        if rank < entry.rank {
-            *entry = kept;
-        }
-    }
+            Ok::<_, ParseError>(())
+        },
+    )?;
     flush(&mut scrape, scrape_time, sink)?;
     let mut details = BTreeMap::new();
     if !unmapped.is_empty() {

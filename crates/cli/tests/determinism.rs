@@ -129,19 +129,45 @@ fn every_thread_count_writes_the_same_bytes() {
         use infertrace_adapter_vllm::generate::{KvEncoding, write_kv_events};
         write_kv_events(out, 4_000, KvEncoding::JsonLines, 3).map(drop)
     });
+    // vLLM Prometheus scrapes, every seventh without its time line (the repeated `# TYPE` family starts it), with a
+    // series no metric is named for, a NaN sample, a line that is not exposition and a blank line after every
+    // tenth line: each scrape is put together in order from lines read on any thread.
+    let not_samples = std::cell::Cell::new(0);
+    let metrics = write("vllm-metrics.prom", &|out| {
+        let mut scrapes = Vec::new();
+        infertrace_adapter_vllm::generate::write_metrics(&mut scrapes, 700, 2, 3)?;
+        let mut scrape = 0;
+        for (i, line) in String::from_utf8(scrapes).unwrap().lines().enumerate() {
+            if line.starts_with("2026-") {
+                scrape += 1;
+                if scrape % 7 == 0 {
+                    continue;
+                }
+            }
+            writeln!(out, "{line}")?;
+            if i % 10 == 3 {
+                writeln!(out, "process_open_fds 12.0\nvllm:num_requests_waiting{{engine=\"0\"}} NaN\n")?;
+            }
+            if i % 50 == 4 {
+                not_samples.set(not_samples.get() + 1);
+                writeln!(out, "curl: (7) Failed to connect to localhost port 8000")?;
+            }
+        }
+        Ok(())
+    });
     // The SGLang log again, gzip'd: decompressed on a thread of its own, in blocks of 1 MiB.
     let sglang_gz = write("sglang-0.5.10.log.gz", &|out| {
         let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
         std::io::copy(&mut std::fs::File::open(&sglang)?, &mut gz)?;
         gz.finish().map(drop)
     });
-    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt, &dynamo, &dynamo_jsonl, &kv_events] {
+    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt, &dynamo, &dynamo_jsonl, &kv_events, &metrics] {
         let bytes = std::fs::metadata(path).unwrap().len();
         assert!(bytes > 600_000, "{} is only {bytes} bytes: too few chunks to test", path.display());
     }
     assert!(std::fs::metadata(&sglang).unwrap().len() > 2 << 20, "the gzip'd log should span several blocks");
     let mut inputs = common::valid_inputs();
-    inputs.extend([vllm, sglang, mooncake, azure, burstgpt, dynamo, dynamo_jsonl, kv_events, sglang_gz]);
+    inputs.extend([vllm, sglang, mooncake, azure, burstgpt, dynamo, dynamo_jsonl, kv_events, metrics, sglang_gz]);
     let run = |threads: usize| {
         let output = dir.path().join(format!("threads-{threads}"));
         let options =
@@ -150,8 +176,8 @@ fn every_thread_count_writes_the_same_bytes() {
         (report.manifest, common::dataset_files(&output))
     };
     let (manifest, one) = run(1);
-    // The generated inputs are the last nine; each made rows.
-    let generated = &manifest.inputs[manifest.inputs.len() - 9..];
+    // The generated inputs are the last ten; each made rows.
+    let generated = &manifest.inputs[manifest.inputs.len() - 10..];
     assert_eq!(
         generated.iter().map(|i| (i.format.as_str(), i.compression.as_str())).collect::<Vec<_>>(),
         [
@@ -163,11 +189,17 @@ fn every_thread_count_writes_the_same_bytes() {
             ("dynamo-log", "none"),
             ("dynamo-log", "none"),
             ("vllm-kv-events", "none"),
+            ("vllm-metrics", "none"),
             ("sglang-log", "gzip"),
         ]
     );
-    assert_eq!(generated[8].records, generated[1].records);
-    assert_eq!(generated[8].diagnostics, generated[1].diagnostics);
+    assert_eq!(generated[9].records, generated[1].records);
+    assert_eq!(generated[9].diagnostics, generated[1].diagnostics);
+    // Five samples per engine and scrape; the unmapped series listed; every foreign line reported, and nothing else.
+    assert_eq!(generated[8].records.samples, 700 * 2 * 5);
+    assert_eq!(generated[8].details["unmapped_series"], serde_json::json!(["process_open_fds"]));
+    assert_eq!(generated[8].diagnostics.by_kind["not-a-record"].count, not_samples.get());
+    assert_eq!(generated[8].diagnostics.total, not_samples.get());
     assert!(generated[7].records.cache_events > 10_000, "{:?}", generated[7].records);
     assert_eq!(generated[0].records.requests, 40);
     assert_eq!((generated[3].records.requests, generated[4].records.requests), (20_000, 12_000));
