@@ -23,13 +23,16 @@
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
+use std::sync::Arc;
 
+use ahash::HashMap;
+use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::millis_to_nanos;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
     json, utf8_line,
 };
-use infertrace_schema::{CacheEvent, CacheEventKind, CacheTier, ClockDomain, DatasetError};
+use infertrace_schema::{CacheEvent, CacheEventKind, CacheTier, ClockDomain};
 use serde_json::Value;
 
 use crate::request_trace::worker_instance;
@@ -73,27 +76,52 @@ impl Adapter for DynamoKvEvents {
         let mut lines = LineReader::new(input);
         let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
         let mut relative = false;
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-            if line.trim_ascii().is_empty() {
-                continue;
-            }
-            let value: Value = match serde_json::from_str(line) {
-                Ok(value) => value,
-                Err(e) => {
-                    sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, json::error_message(&e)));
-                    continue;
+        let start_ns = ctx.options.start_ns;
+        let (source, file): (Arc<str>, Arc<str>) = (Self::ID.into(), ctx.source_file.into());
+        let mut instances = Instances::default();
+        // Each line is parsed and read into its events on the pool; the fold writes them in order.
+        map_lines(
+            &mut lines,
+            |bytes| prepare(bytes, start_ns),
+            |line_no, bytes, prepared| {
+                let (events, outcome) = match prepared {
+                    Prepared::Nothing => return Ok(()),
+                    Prepared::NotUtf8 => {
+                        utf8_line(line_no, bytes, sink);
+                        return Ok(());
+                    }
+                    Prepared::Malformed(message) => {
+                        sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedJson, message));
+                        return Ok(());
+                    }
+                    Prepared::Line(events, outcome) => (events, outcome),
+                };
+                for event in events {
+                    sink.cache_event(CacheEvent {
+                        time: event.time,
+                        source: Arc::clone(&source),
+                        instance: event.instance.map(|(worker, rank)| instances.get(worker, rank)),
+                        tier: Some(event.tier),
+                        event: event.kind,
+                        block_hash: event.block_hash,
+                        parent_hash: event.parent_hash,
+                        blocks: event.blocks,
+                        hit_blocks: event.hit_blocks,
+                        source_file: Some(Arc::clone(&file)),
+                        source_line: Some(line_no),
+                        ..CacheEvent::default()
+                    })?;
                 }
-            };
-            let mut rows = Rows { ctx, line: line_no, sink: &mut *sink };
-            match read_line(&value, ctx, &mut rows)? {
-                Ok((kind, timed)) => {
-                    *kinds.entry(kind).or_default() += 1;
-                    relative |= timed;
+                match outcome {
+                    Ok((kind, timed)) => {
+                        *kinds.entry(kind).or_default() += 1;
+                        relative |= timed;
+                    }
+                    Err(what) => sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what)),
                 }
-                Err(what) => rows.sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what)),
-            }
-        }
+                Ok::<_, ParseError>(())
+            },
+        )?;
         let mut details = BTreeMap::new();
         details.insert("records".to_owned(), serde_json::json!(kinds));
         Ok(ParseReport {
@@ -106,32 +134,84 @@ impl Adapter for DynamoKvEvents {
     }
 }
 
-/// Where one line's rows go.
-struct Rows<'a, 's> {
-    ctx: &'a ParseContext<'a>,
-    line: u64,
-    sink: &'s mut dyn Sink,
+/// Instance names by worker id and rank, made once each (at most [`MAX_INSTANCES`] remembered).
+#[derive(Default)]
+struct Instances(HashMap<(u64, Option<u32>), Arc<str>>);
+
+/// Instances whose names are remembered; past it a name is made for each row (a fleet has far fewer workers).
+const MAX_INSTANCES: usize = 4096;
+
+impl Instances {
+    fn get(&mut self, worker: u64, rank: Option<u32>) -> Arc<str> {
+        if let Some(name) = self.0.get(&(worker, rank)) {
+            return Arc::clone(name);
+        }
+        let name: Arc<str> = worker_instance(worker, rank).into();
+        if self.0.len() < MAX_INSTANCES {
+            self.0.insert((worker, rank), Arc::clone(&name));
+        }
+        name
+    }
+}
+
+/// What one line is, read on any thread.
+enum Prepared {
+    /// Blank.
+    Nothing,
+    /// Not UTF-8: the fold reports it.
+    NotUtf8,
+    /// Not JSON: the message.
+    Malformed(String),
+    /// The line's events in order, then the kind of record it was and whether it carried a recorder offset, or
+    /// what was wrong with it (after the events read before the fault, which are kept).
+    Line(Vec<Event>, Result<(&'static str, bool), &'static str>),
+}
+
+/// One `cache_events` row, its instance as the worker id and rank it is named by.
+struct Event {
+    time: Option<i64>,
+    instance: Option<(u64, Option<u32>)>,
+    tier: CacheTier,
+    kind: CacheEventKind,
+    block_hash: Option<u64>,
+    parent_hash: Option<u64>,
+    blocks: Option<u32>,
+    hit_blocks: Option<u32>,
+}
+
+fn prepare(bytes: &[u8], start_ns: i64) -> Prepared {
+    let Some(line) = infertrace_adapter::utf8(bytes) else { return Prepared::NotUtf8 };
+    if line.trim_ascii().is_empty() {
+        return Prepared::Nothing;
+    }
+    let value: Value = match serde_json::from_str(line) {
+        Ok(value) => value,
+        Err(e) => return Prepared::Malformed(json::error_message(&e)),
+    };
+    let mut events = Vec::new();
+    let outcome = read_line(&value, start_ns, &mut events);
+    Prepared::Line(events, outcome)
 }
 
 /// Facts shared by every row of one event.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Origin {
     time: Option<i64>,
-    instance: Option<String>,
+    instance: Option<(u64, Option<u32>)>,
     tier: CacheTier,
 }
 
-impl Rows<'_, '_> {
-    fn row(&mut self, origin: &Origin, event: CacheEventKind) -> CacheEvent {
-        CacheEvent {
-            time: origin.time,
-            source: DynamoKvEvents::ID.into(),
-            instance: origin.instance.as_deref().map(Into::into),
-            tier: Some(origin.tier),
-            event,
-            source_file: Some(self.ctx.source_file.into()),
-            source_line: Some(self.line),
-            ..CacheEvent::default()
+impl Origin {
+    fn event(&self, kind: CacheEventKind) -> Event {
+        Event {
+            time: self.time,
+            instance: self.instance,
+            tier: self.tier,
+            kind,
+            block_hash: None,
+            parent_hash: None,
+            blocks: None,
+            hit_blocks: None,
         }
     }
 }
@@ -150,96 +230,80 @@ fn u32_of(value: Option<&Value>) -> Option<u32> {
     value.and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok())
 }
 
-/// One line: the kind of record it was and whether it carried a recorder offset, or what was wrong.
-fn read_line(
-    value: &Value,
-    ctx: &ParseContext<'_>,
-    rows: &mut Rows<'_, '_>,
-) -> Result<Result<(&'static str, bool), &'static str>, DatasetError> {
+/// One line's events into `events`: the kind of record it was and whether it carried a recorder offset, or what was
+/// wrong.
+fn read_line(value: &Value, start_ns: i64, events: &mut Vec<Event>) -> Result<(&'static str, bool), &'static str> {
     let offset = value.get("timestamp").and_then(Value::as_f64);
-    let time = offset.and_then(millis_to_nanos).map(|t| ctx.options.start_ns + t);
+    let time = offset.and_then(millis_to_nanos).map(|t| start_ns + t);
     // The recorder wraps the router event; a subscriber stores it bare.
     let router = match (offset, value.get("event")) {
         (Some(_), Some(inner)) if inner.get("event").is_some() || inner.get("worker_id").is_some() => inner,
         _ => value,
     };
     if let (Some(isl), Some(overlap)) = (u32_of(router.get("isl_blocks")), u32_of(router.get("overlap_blocks"))) {
-        let instance =
-            router.get("worker_id").and_then(Value::as_u64).map(|w| worker_instance(w, u32_of(router.get("dp_rank"))));
+        let instance = router.get("worker_id").and_then(Value::as_u64).map(|w| (w, u32_of(router.get("dp_rank"))));
         let origin = Origin { time, instance, tier: CacheTier::Gpu };
-        let mut row = rows.row(&origin, CacheEventKind::Lookup);
-        (row.blocks, row.hit_blocks) = (Some(isl), Some(overlap));
-        rows.sink.cache_event(row)?;
-        return Ok(Ok(("hit_rate", time.is_some())));
+        let mut event = origin.event(CacheEventKind::Lookup);
+        (event.blocks, event.hit_blocks) = (Some(isl), Some(overlap));
+        events.push(event);
+        return Ok(("hit_rate", time.is_some()));
     }
-    if let Some(events) = router.get("events").and_then(Value::as_array) {
+    if let Some(batch) = router.get("events").and_then(Value::as_array) {
         // A worker's batch: its events name no worker.
         let origin = Origin { time, instance: None, tier: CacheTier::Gpu };
-        for event in events {
-            if let Err(what) = cache_event(event, &origin, rows)? {
-                return Ok(Err(what));
-            }
+        for event in batch {
+            cache_event(event, origin, events)?;
         }
-        return Ok(Ok(("batch", time.is_some())));
+        return Ok(("batch", time.is_some()));
     }
     let placement = router.get("placement");
     let owner = placement.and_then(|p| p.get("owner")).and_then(|o| o.get("LocalWorker"));
     let worker = router.get("worker_id").or(owner.and_then(|o| o.get("worker_id"))).and_then(Value::as_u64);
     let tier_name = router.get("storage_tier").or(placement.and_then(|p| p.get("tier"))).and_then(Value::as_str);
-    let tier = match tier(tier_name) {
-        Ok(tier) => tier,
-        Err(what) => return Ok(Err(what)),
-    };
-    let Some(event) = router.get("event") else { return Ok(Err("neither a router event nor a hit-rate event")) };
+    let tier = tier(tier_name)?;
+    let Some(event) = router.get("event") else { return Err("neither a router event nor a hit-rate event") };
     let rank = u32_of(event.get("dp_rank")).or(u32_of(owner.and_then(|o| o.get("dp_rank"))));
-    let origin = Origin { time, instance: worker.map(|w| worker_instance(w, rank)), tier };
-    Ok(cache_event(event, &origin, rows)?.map(|()| ("router_event", time.is_some())))
+    let origin = Origin { time, instance: worker.map(|w| (w, rank)), tier };
+    cache_event(event, origin, events).map(|()| ("router_event", time.is_some()))
 }
 
-/// One `KvCacheEvent` (`{"event_id", "data", "dp_rank"}`) into rows.
-fn cache_event(
-    event: &Value,
-    origin: &Origin,
-    rows: &mut Rows<'_, '_>,
-) -> Result<Result<(), &'static str>, DatasetError> {
-    let mut origin = origin.clone();
-    if let (Some(rank), Some(instance)) = (u32_of(event.get("dp_rank")), origin.instance.as_ref())
-        && !instance.contains("/dp")
-    {
-        origin.instance = Some(format!("{instance}/dp{rank}"));
+/// One `KvCacheEvent` (`{"event_id", "data", "dp_rank"}`) into `events`.
+fn cache_event(event: &Value, mut origin: Origin, events: &mut Vec<Event>) -> Result<(), &'static str> {
+    // A worker named without its rank takes the event's.
+    if let (Some(rank), Some((_, rank_of_worker @ None))) = (u32_of(event.get("dp_rank")), origin.instance.as_mut()) {
+        *rank_of_worker = Some(rank);
     }
-    let Some(data) = event.get("data") else { return Ok(Err("a KV event without `data`")) };
+    let Some(data) = event.get("data") else { return Err("a KV event without `data`") };
     if data.as_str() == Some("cleared") {
-        let row = rows.row(&origin, CacheEventKind::Cleared);
-        rows.sink.cache_event(row)?;
+        events.push(origin.event(CacheEventKind::Cleared));
     } else if let Some(stored) = data.get("stored") {
         let Some(blocks) = stored.get("blocks").and_then(Value::as_array) else {
-            return Ok(Err("a stored event without `blocks`"));
+            return Err("a stored event without `blocks`");
         };
         let mut parent = stored.get("parent_hash").and_then(Value::as_u64);
         for block in blocks {
             let Some(hash) = block.get("block_hash").and_then(Value::as_u64) else {
-                return Ok(Err("a stored block without an unsigned `block_hash`"));
+                return Err("a stored block without an unsigned `block_hash`");
             };
-            let mut row = rows.row(&origin, CacheEventKind::Stored);
+            let mut row = origin.event(CacheEventKind::Stored);
             (row.block_hash, row.parent_hash, row.blocks) = (Some(hash), parent, Some(1));
-            rows.sink.cache_event(row)?;
+            events.push(row);
             parent = Some(hash);
         }
     } else if let Some(removed) = data.get("removed") {
         let Some(hashes) = removed.get("block_hashes").and_then(Value::as_array) else {
-            return Ok(Err("a removed event without `block_hashes`"));
+            return Err("a removed event without `block_hashes`");
         };
         for hash in hashes {
-            let Some(hash) = hash.as_u64() else { return Ok(Err("a removed block hash that is not unsigned")) };
-            let mut row = rows.row(&origin, CacheEventKind::Removed);
+            let Some(hash) = hash.as_u64() else { return Err("a removed block hash that is not unsigned") };
+            let mut row = origin.event(CacheEventKind::Removed);
             (row.block_hash, row.blocks) = (Some(hash), Some(1));
-            rows.sink.cache_event(row)?;
+            events.push(row);
         }
     } else {
-        return Ok(Err("a KV event whose `data` is neither stored, removed nor cleared"));
+        return Err("a KV event whose `data` is neither stored, removed nor cleared");
     }
-    Ok(Ok(()))
+    Ok(())
 }
 
 #[cfg(test)]

@@ -155,19 +155,50 @@ fn every_thread_count_writes_the_same_bytes() {
         }
         Ok(())
     });
+    // Dynamo router KV events, with a line that is not JSON and a batch that fails half-way (its first row kept)
+    // after every hundredth.
+    let expected_events = std::cell::Cell::new(0);
+    let dynamo_kv = write("dynamo-kv-events.jsonl", &|out| {
+        let mut events = Vec::new();
+        let made = infertrace_adapter_dynamo::generate::kv_events::write_kv_events(&mut events, 6_000, 3)?;
+        for (i, line) in String::from_utf8(events).unwrap().lines().enumerate() {
+            writeln!(out, "{line}")?;
+            if i % 100 == 99 {
+                writeln!(
+                    out,
+                    "{{\"timestamp\": 5, \"event\": {{\"worker_id\": 3, \"event\": {{\"event_id\": 1, \"data\": {{\"removed\": {{\"block_hashes\": [7, -1]}}}}}}}}}}\nnot json"
+                )?;
+            }
+        }
+        expected_events.set(made.cache_events + 60);
+        Ok(())
+    });
     // The SGLang log again, gzip'd: decompressed on a thread of its own, in blocks of 1 MiB.
     let sglang_gz = write("sglang-0.5.10.log.gz", &|out| {
         let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
         std::io::copy(&mut std::fs::File::open(&sglang)?, &mut gz)?;
         gz.finish().map(drop)
     });
-    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt, &dynamo, &dynamo_jsonl, &kv_events, &metrics] {
+    for path in [&vllm, &sglang, &mooncake, &azure, &burstgpt, &dynamo, &dynamo_jsonl, &kv_events, &metrics, &dynamo_kv]
+    {
         let bytes = std::fs::metadata(path).unwrap().len();
         assert!(bytes > 600_000, "{} is only {bytes} bytes: too few chunks to test", path.display());
     }
     assert!(std::fs::metadata(&sglang).unwrap().len() > 2 << 20, "the gzip'd log should span several blocks");
     let mut inputs = common::valid_inputs();
-    inputs.extend([vllm, sglang, mooncake, azure, burstgpt, dynamo, dynamo_jsonl, kv_events, metrics, sglang_gz]);
+    inputs.extend([
+        vllm,
+        sglang,
+        mooncake,
+        azure,
+        burstgpt,
+        dynamo,
+        dynamo_jsonl,
+        kv_events,
+        metrics,
+        dynamo_kv,
+        sglang_gz,
+    ]);
     let run = |threads: usize| {
         let output = dir.path().join(format!("threads-{threads}"));
         let options =
@@ -176,8 +207,8 @@ fn every_thread_count_writes_the_same_bytes() {
         (report.manifest, common::dataset_files(&output))
     };
     let (manifest, one) = run(1);
-    // The generated inputs are the last ten; each made rows.
-    let generated = &manifest.inputs[manifest.inputs.len() - 10..];
+    // The generated inputs are the last eleven; each made rows.
+    let generated = &manifest.inputs[manifest.inputs.len() - 11..];
     assert_eq!(
         generated.iter().map(|i| (i.format.as_str(), i.compression.as_str())).collect::<Vec<_>>(),
         [
@@ -190,11 +221,16 @@ fn every_thread_count_writes_the_same_bytes() {
             ("dynamo-log", "none"),
             ("vllm-kv-events", "none"),
             ("vllm-metrics", "none"),
+            ("dynamo-kv-events", "none"),
             ("sglang-log", "gzip"),
         ]
     );
-    assert_eq!(generated[9].records, generated[1].records);
-    assert_eq!(generated[9].diagnostics, generated[1].diagnostics);
+    assert_eq!(generated[10].records, generated[1].records);
+    assert_eq!(generated[10].diagnostics, generated[1].diagnostics);
+    // Every generated row, and the first of each failing batch; one diagnostic for each bad line.
+    assert_eq!(generated[9].records.cache_events, expected_events.get());
+    let kinds = &generated[9].diagnostics.by_kind;
+    assert_eq!((kinds["malformed-json"].count, kinds["malformed-record"].count), (60, 60));
     // Five samples per engine and scrape; the unmapped series listed; every foreign line reported, and nothing else.
     assert_eq!(generated[8].records.samples, 700 * 2 * 5);
     assert_eq!(generated[8].details["unmapped_series"], serde_json::json!(["process_open_fds"]));
