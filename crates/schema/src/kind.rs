@@ -315,6 +315,12 @@ impl<T: ArrowPrimitiveType> ArrayBuilder for NullRun<T> {
         self.inner.len() + self.nulls
     }
     fn finish(&mut self) -> ArrayRef {
+        if self.inner.is_empty() && self.nulls > 0 {
+            // A column with no value in the batch (most of a narrow trace's): its values are never read, so they are
+            // left as the allocator gives zeroed memory instead of being written, and its validity is all unset.
+            let nulls = std::mem::take(&mut self.nulls);
+            return arrow::array::new_null_array(self.inner.finish().data_type(), nulls);
+        }
         self.flush();
         Arc::new(self.inner.finish())
     }
