@@ -236,8 +236,13 @@ impl ArrayBuilder for DictBuilder {
         self.keys.len() + self.run
     }
     fn finish(&mut self) -> ArrayRef {
-        self.flush();
-        let keys = self.keys.finish();
+        let keys = if self.keys.is_empty() && self.run > 0 && self.run_key.is_none() {
+            // No value in the batch: null keys, left as the allocator gives zeroed memory (see `NullRun::finish`).
+            arrow::array::PrimitiveArray::<Int32Type>::new_null(std::mem::take(&mut self.run))
+        } else {
+            self.flush();
+            self.keys.finish()
+        };
         let array = self.array(keys);
         // Keys restart with the next batch, and so does everything that maps values to them.
         self.values.clear();
@@ -537,6 +542,31 @@ mod tests {
         // A finished builder starts afresh.
         runs.push(Some("z"));
         assert_eq!(runs.finish().len(), 1);
+    }
+
+    #[test]
+    fn a_batch_without_values_is_all_null_and_the_next_starts_afresh() {
+        let mut dict = DictBuilder::default();
+        (0..5).for_each(|_| dict.push(None));
+        let nulls = dict.finish();
+        let mut plain = StringDictionaryBuilder::<Int32Type>::new();
+        (0..5).for_each(|_| plain.append_null());
+        let expected: ArrayRef = Arc::new(plain.finish());
+        assert_eq!((nulls.len(), nulls.null_count()), (5, 5));
+        assert_eq!(nulls.to_data(), expected.to_data());
+        dict.push(Some("a"));
+        dict.push(None);
+        let next = dict.finish();
+        let keys: Vec<Option<i32>> = next.as_dictionary::<Int32Type>().keys().iter().collect();
+        assert_eq!(keys, [Some(0), None], "no null left over from the batch before");
+
+        let mut times = Time::builder(4);
+        (0..3).for_each(|_| Time::append(&mut times, None));
+        let nulls = times.finish();
+        assert_eq!((nulls.len(), nulls.null_count(), nulls.data_type()), (3, 3, &Time::data_type()));
+        Time::append(&mut times, Some(&7));
+        let next = times.finish();
+        assert_eq!((next.len(), next.null_count()), (1, 0), "no null left over from the batch before");
     }
 
     #[test]
