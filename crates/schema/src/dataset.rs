@@ -33,7 +33,7 @@ use parquet::schema::types::ColumnPath;
 use crate::manifest::{Manifest, RowCounts};
 use crate::partition::{PartitionKey, part_files, partition_table, restore_key};
 use crate::table::{Table, TableBuilder};
-use crate::tables::{CacheEvent, EngineSample, RequestRow, sample};
+use crate::tables::{CacheEvent, EngineSample, RequestRow, cache_event, sample};
 
 /// Version of the canonical schema written by this crate. Readers refuse datasets of a newer version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -173,12 +173,15 @@ pub(crate) fn parquet_error(
 /// as `DELTA_BYTE_ARRAY` (each value as the length of the prefix it shares with the one before, and the rest): ids
 /// such as `r12-0` or `code:1234` shrink 5 to 8 times against plain values, and even random UUIDs 6%; floats
 /// (durations, sample values) are plain, without a dictionary: 7% smaller (measured with pyarrow on the same tables;
-/// `docs/performance.md`). Dictionary text and integer counts keep their dictionaries, which measured smaller there.
-/// Readers: Spark 3.3 or later, Trino, DuckDB 0.10 or later, Polars, pyarrow, Velox.
+/// `docs/performance.md`). Dictionary text and integer counts keep their dictionaries, which measured smaller there,
+/// except `cache_events.block_hash` and `parent_hash`: random 64-bit values, which a dictionary only made 16–19%
+/// larger and slower to write (the generated KV-event streams of every engine). Readers: Spark 3.3 or later, Trino,
+/// DuckDB 0.10 or later, Polars, pyarrow, Velox.
 ///
-/// `samples.metric` and `samples.instance` are written without statistics: every row group interleaves all the
-/// metrics (and ranks) of the lines it holds, so their minimum and maximum never let a reader skip one, and the
-/// writer compared every value's bytes to keep them (3% of the CPU time of an SGLang log).
+/// `samples.metric` and `samples.instance`, and `cache_events.event`, `tier` and `instance`, are written without
+/// statistics: every row group interleaves all the metrics (events, tiers) and ranks (workers) of the lines it
+/// holds, so their minimum and maximum never let a reader skip one, and the writer compared every value's bytes to
+/// keep them (3% of the CPU time of an SGLang log).
 pub(crate) fn writer_properties<T: Table>() -> WriterProperties {
     let mut builder = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("3 is a valid zstd level")))
@@ -195,8 +198,11 @@ pub(crate) fn writer_properties<T: Table>() -> WriterProperties {
                 vec![field.name().clone(), "list".to_owned(), item.name().clone()]
             }
             DataType::Dictionary(..)
-                if T::NAME == EngineSample::NAME
-                    && [sample::METRIC, sample::INSTANCE].contains(&field.name().as_str()) =>
+                if (T::NAME == EngineSample::NAME
+                    && [sample::METRIC, sample::INSTANCE].contains(&field.name().as_str()))
+                    || (T::NAME == CacheEvent::NAME
+                        && [cache_event::EVENT, cache_event::TIER, cache_event::INSTANCE]
+                            .contains(&field.name().as_str())) =>
             {
                 builder = builder.set_column_statistics_enabled(
                     ColumnPath::new(vec![field.name().clone()]),
@@ -209,6 +215,13 @@ pub(crate) fn writer_properties<T: Table>() -> WriterProperties {
                 builder = builder
                     .set_column_dictionary_enabled(path.clone(), false)
                     .set_column_encoding(path, Encoding::DELTA_BYTE_ARRAY);
+                continue;
+            }
+            DataType::UInt64
+                if T::NAME == CacheEvent::NAME
+                    && [cache_event::BLOCK_HASH, cache_event::PARENT_HASH].contains(&field.name().as_str()) =>
+            {
+                builder = builder.set_column_dictionary_enabled(ColumnPath::new(vec![field.name().clone()]), false);
                 continue;
             }
             DataType::Float64 => {

@@ -433,8 +433,8 @@ fn durations_are_derived_from_instants() {
 }
 
 /// How the files are encoded, read back from their own metadata: timestamps delta-encoded without a dictionary,
-/// ids plain, dictionary text with dictionaries, and no statistics on the two sample columns whose values every row
-/// group interleaves (while the time column keeps its minimum and maximum).
+/// ids as `DELTA_BYTE_ARRAY`, block hashes plain, dictionary text with dictionaries, and no statistics on the columns
+/// whose values every row group interleaves (while the time column keeps its minimum and maximum).
 #[test]
 fn columns_carry_their_encodings_and_statistics() {
     use parquet::basic::Encoding;
@@ -445,6 +445,22 @@ fn columns_carry_their_encodings_and_statistics() {
     let out = dir.path().join("ds");
     let mut writer = DatasetWriter::create(&out, false).unwrap();
     writer.push_request(&full_request()).unwrap();
+    for (hash, parent) in [(11, None), (12, Some(11))] {
+        writer
+            .push_cache_event(&CacheEvent {
+                time: Some(3),
+                source: "vllm-kv-events".into(),
+                instance: Some("dp0".into()),
+                tier: Some(CacheTier::Gpu),
+                event: CacheEventKind::Stored,
+                block_hash: Some(hash),
+                parent_hash: parent,
+                blocks: Some(1),
+                source_file: Some("kv.jsonl".into()),
+                ..Default::default()
+            })
+            .unwrap();
+    }
     for (time, metric) in [(5, metrics::KV_CACHE_USAGE), (9, metrics::REQUESTS_RUNNING)] {
         writer
             .push_sample(&EngineSample {
@@ -496,4 +512,22 @@ fn columns_carry_their_encodings_and_statistics() {
     assert!(column("prefix_hashes.list.item").encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED));
     // The instance of a request is not a sample's: it keeps its statistics.
     assert!(column("instance").statistics().is_some());
+
+    let events = open("cache_events").unwrap();
+    let group = events.metadata().row_group(0);
+    let column = |name: &str| group.columns().iter().find(|c| c.column_path().string() == name).unwrap().clone();
+    // Block hashes are random 64-bit values: plain, no dictionary.
+    for name in ["block_hash", "parent_hash"] {
+        let c = column(name);
+        assert!(c.dictionary_page_offset().is_none(), "{name} has no dictionary");
+        assert!(c.encodings().all(|e| e != Encoding::RLE_DICTIONARY), "{:?}", c.encodings().collect::<Vec<_>>());
+        assert!(c.statistics().is_some(), "{name} keeps its statistics");
+    }
+    // What happened, where and on which tier interleave in every row group: dictionaries, no statistics.
+    for name in ["event", "tier", "instance"] {
+        let c = column(name);
+        assert!(c.dictionary_page_offset().is_some(), "{name} keeps its dictionary");
+        assert!(c.statistics().is_none(), "{name} has no statistics: {:?}", c.statistics());
+    }
+    assert!(column("source_file").statistics().is_some(), "source_file keeps its statistics");
 }
