@@ -266,27 +266,30 @@ fn access_lines_are_counted_by_endpoint_and_status_without_their_query() {
 
 #[test]
 fn time_stats_past_the_bound_are_written_alone_with_one_diagnostic() {
-    // 16,386 time-stats lines whose Finish lines never come (request logging off): the 16,385th line makes 16,385
-    // wait, one too many, so the oldest (line 1) is written alone at once, with the one diagnostic; the 16,386th
-    // writes line 2 alone, without another. The rest are written at the end of the file, as always.
+    // Time-stats lines of 16,386 requests whose Finish lines never come (request logging off), the first request
+    // with two (its prefill and decode stages): line 16,386 makes 16,385 requests wait, one too many, so the oldest
+    // (lines 1 and 2) is written alone at once, with the one diagnostic; line 16,387 writes the next (line 3) alone,
+    // without another. The rest are written at the end of the file, as always.
     let stats = |i: usize| {
         format!(
             "[2025-07-02 10:15:03 TP0] Req Time Stats(rid=r{i}, input len=8, output len=2, type=unified): \
              queue_duration=0.50ms, forward_duration=16.00ms, start_time=9123.250\n"
         )
     };
-    let log: String = (1..=16_386).map(stats).collect();
+    let log: String = std::iter::once(1).chain(1..=16_386).map(stats).collect();
     let (sink, report) = parse(&log, ParseOptions::default(), None);
-    let [diagnostic] = &sink.diagnostics[..] else { panic!("{:?}", &sink.diagnostics[..3]) };
-    assert_eq!((diagnostic.line, diagnostic.kind), (16_385, DiagnosticKind::Inconsistent));
+    let [diagnostic] = &sink.diagnostics[..] else {
+        panic!("{:?}", sink.diagnostics.iter().take(3).collect::<Vec<_>>())
+    };
+    assert_eq!((diagnostic.line, diagnostic.kind), (16_386, DiagnosticKind::Inconsistent));
     assert_eq!(
         diagnostic.message,
-        "more than 16384 time-stats lines wait for their request's Finish line: the oldest are written alone (a \
-         later Finish line of one gives its request a second row)"
+        "the time-stats lines of more than 16384 requests wait for their Finish line: the oldest are written alone (a \
+         later Finish line gives such a request a second row)"
     );
-    assert_eq!(report.details["req_time_stats_lines"], 16_386);
-    assert_eq!(report.details["req_time_stats_written_alone"], 2);
-    // Every line is one row, in the order written: the two written early first, then the rest at the end.
+    assert_eq!(report.details["req_time_stats_lines"], 16_387);
+    assert_eq!(report.details["req_time_stats_written_alone"], 3, "lines, not requests");
+    // Every request is one row, in the order written: the two written early first, then the rest at the end.
     assert_eq!(sink.requests.len(), 16_386);
     let ids: Vec<&str> = sink.requests[..3].iter().map(|r| r.request_id.as_str()).collect();
     assert_eq!(ids, ["r1", "r2", "r3"]);

@@ -157,7 +157,8 @@ fn prepare(bytes: &[u8], target: &(dyn Fn(&SampleLine<'_>) -> Option<Target> + S
         return Prepared::Time(at);
     }
     if let Some(rest) = line.strip_prefix("# TYPE ") {
-        return Prepared::Family(range(rest.split_whitespace().next().unwrap_or_default()));
+        // A trimmed line always has a word after `# TYPE `; were it ever empty, the family is the empty name.
+        return Prepared::Family(rest.split_whitespace().next().map_or(0..0, range));
     }
     if line.starts_with("# HELP ") {
         return Prepared::Nothing;

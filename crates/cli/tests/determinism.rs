@@ -155,8 +155,8 @@ fn every_thread_count_writes_the_same_bytes() {
         }
         Ok(())
     });
-    // Dynamo router KV events, with a line that is not JSON and a batch that fails half-way (its first row kept)
-    // after every hundredth.
+    // Dynamo router KV events; after every hundredth line, a router event whose removed list fails half-way, a
+    // worker's batch whose second event fails (the rows before each fault kept) and a line that is not JSON.
     let expected_events = std::cell::Cell::new(0);
     let dynamo_kv = write("dynamo-kv-events.jsonl", &|out| {
         let mut events = Vec::new();
@@ -168,9 +168,13 @@ fn every_thread_count_writes_the_same_bytes() {
                     out,
                     "{{\"timestamp\": 5, \"event\": {{\"worker_id\": 3, \"event\": {{\"event_id\": 1, \"data\": {{\"removed\": {{\"block_hashes\": [7, -1]}}}}}}}}}}\nnot json"
                 )?;
+                writeln!(
+                    out,
+                    "{{\"events\": [{{\"event_id\": 2, \"data\": {{\"removed\": {{\"block_hashes\": [8]}}}}}}, {{\"event_id\": 3, \"data\": \"bogus\"}}], \"shutdown\": false}}"
+                )?;
             }
         }
-        expected_events.set(made.cache_events + 60);
+        expected_events.set(made.cache_events + 2 * 60);
         Ok(())
     });
     // The SGLang log again, gzip'd: decompressed on a thread of its own, in blocks of 1 MiB.
@@ -230,7 +234,7 @@ fn every_thread_count_writes_the_same_bytes() {
     // Every generated row, and the first of each failing batch; one diagnostic for each bad line.
     assert_eq!(generated[9].records.cache_events, expected_events.get());
     let kinds = &generated[9].diagnostics.by_kind;
-    assert_eq!((kinds["malformed-json"].count, kinds["malformed-record"].count), (60, 60));
+    assert_eq!((kinds["malformed-json"].count, kinds["malformed-record"].count), (60, 120));
     // Five samples per engine and scrape; the unmapped series listed; every foreign line reported, and nothing else.
     assert_eq!(generated[8].records.samples, 700 * 2 * 5);
     assert_eq!(generated[8].details["unmapped_series"], serde_json::json!(["process_open_fds"]));

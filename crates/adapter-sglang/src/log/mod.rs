@@ -391,7 +391,7 @@ const MAX_INSTANCE_ROWS: usize = 64;
 /// At most this many received-but-unfinished requests are held; past it the oldest is written early.
 const MAX_OPEN_REQUESTS: usize = 100_000;
 
-/// At most this many time-stats lines wait for their request's `Finish` line; past it the oldest is written alone.
+/// At most this many requests' time-stats lines wait for their `Finish` line; past it the oldest are written alone.
 /// (The scheduler logs them moments before the tokenizer logs the finish.)
 const MAX_PENDING_STATS: usize = 16_384;
 
@@ -433,7 +433,7 @@ struct OpenRequests {
     finished_order: VecDeque<String>,
     stats_lines: u64,
     stats_unusable: u64,
-    /// Time-stats lines written alone because more than [`MAX_PENDING_STATS`] were waiting.
+    /// Time-stats lines written alone because those of more than [`MAX_PENDING_STATS`] requests were waiting.
     stats_written_alone: u64,
 }
 
@@ -589,12 +589,12 @@ impl OpenRequests {
                         line,
                         DiagnosticKind::Inconsistent,
                         format!(
-                            "more than {MAX_PENDING_STATS} time-stats lines wait for their request's Finish line: the \
-                             oldest are written alone (a later Finish line of one gives its request a second row)"
+                            "the time-stats lines of more than {MAX_PENDING_STATS} requests wait for their Finish \
+                             line: the oldest are written alone (a later Finish line gives such a request a second row)"
                         ),
                     ));
                 }
-                self.stats_written_alone += 1;
+                self.stats_written_alone += pending.stages.len() as u64;
                 sink.request(standalone(pending, ctx))?;
             }
         }
