@@ -174,9 +174,9 @@ pub(crate) fn parquet_error(
 /// such as `r12-0` or `code:1234` shrink 5 to 8 times against plain values, and even random UUIDs 6%; floats
 /// (durations, sample values) are plain, without a dictionary: 7% smaller (measured with pyarrow on the same tables;
 /// `docs/performance.md`). Dictionary text and integer counts keep their dictionaries, which measured smaller there,
-/// except `cache_events.block_hash` and `parent_hash`: random 64-bit values, which a dictionary only made 16–19%
-/// larger and slower to write (the generated KV-event streams of every engine). Readers: Spark 3.3 or later, Trino,
-/// DuckDB 0.10 or later, Polars, pyarrow, Velox.
+/// except `cache_events.block_hash` and `parent_hash`: random 64-bit values, with which a dictionary made the table
+/// 19–23% larger and slower to write (the generated KV-event streams of every engine), so they are plain. Readers:
+/// Spark 3.3 or later, Trino, DuckDB 0.10 or later, Polars, pyarrow, Velox.
 ///
 /// `samples.metric` and `samples.instance`, and `cache_events.event`, `tier` and `instance`, are written without
 /// statistics: every row group interleaves all the metrics (events, tiers) and ranks (workers) of the lines it
@@ -217,14 +217,11 @@ pub(crate) fn writer_properties<T: Table>() -> WriterProperties {
                     .set_column_encoding(path, Encoding::DELTA_BYTE_ARRAY);
                 continue;
             }
-            DataType::UInt64
-                if T::NAME == CacheEvent::NAME
-                    && [cache_event::BLOCK_HASH, cache_event::PARENT_HASH].contains(&field.name().as_str()) =>
+            DataType::Float64 | DataType::UInt64
+                if field.data_type() == &DataType::Float64
+                    || (T::NAME == CacheEvent::NAME
+                        && [cache_event::BLOCK_HASH, cache_event::PARENT_HASH].contains(&field.name().as_str())) =>
             {
-                builder = builder.set_column_dictionary_enabled(ColumnPath::new(vec![field.name().clone()]), false);
-                continue;
-            }
-            DataType::Float64 => {
                 builder = builder.set_column_dictionary_enabled(ColumnPath::new(vec![field.name().clone()]), false);
                 continue;
             }
