@@ -23,6 +23,7 @@ pub mod parallel;
 pub mod prometheus;
 mod shared;
 mod sink;
+mod spare;
 pub mod testing;
 pub mod time;
 

@@ -206,7 +206,7 @@ static LIFECYCLE: LazyLock<Regex> = LazyLock::new(|| {
 /// parses, through [`parse_message_with`]).
 #[cfg(test)]
 pub(crate) fn parse_message(message: &str) -> Line<'_> {
-    parse_message_with(message, parse_received)
+    parse_message_with(message, |rest| parse_received(rest, &mut Vec::new()))
 }
 
 /// Whether `message` may be a `Received request` or `Request … details` line, the only ones whose fields
@@ -338,8 +338,9 @@ fn parse_stats(message: &str) -> Option<Stats> {
     None
 }
 
-/// Parses the `key: value` fields after `Received request <id>: ` (or `Request <id> details: `).
-pub(crate) fn parse_received(mut rest: &str) -> Result<Received, &'static str> {
+/// Parses the `key: value` fields after `Received request <id>: ` (or `Request <id> details: `). The prompt's token
+/// ids are read into `spare`'s buffer, taken from it (the caller hands a spent one back, see `parse_fields`).
+pub(crate) fn parse_received(mut rest: &str, spare: &mut Vec<u64>) -> Result<Received, &'static str> {
     let mut fields = Received::default();
     loop {
         rest = rest.trim_start();
@@ -357,10 +358,14 @@ pub(crate) fn parse_received(mut rest: &str) -> Result<Received, &'static str> {
             "prompt token ids" | "prompt_token_ids" => {
                 // Room for the ids the rest of the line can hold at the usual `12345, ` (a prompt of tens of
                 // thousands of ids would otherwise be copied at every doubling of the vector).
-                let mut ids = Vec::with_capacity(after.len() / 6);
+                let mut ids = std::mem::take(spare);
+                ids.clear();
+                ids.reserve(after.len() / 6);
                 let rest = int_list(after, &mut ids);
                 if rest.is_some() {
                     fields.prompt_token_ids = Some(ids);
+                } else {
+                    *spare = ids;
                 }
                 rest
             }
@@ -424,6 +429,25 @@ mod tests {
     }
 
     const SP_04: &str = "SamplingParams(n=1, best_of=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.7, top_p=1.0, top_k=-1, min_p=0.0, seed=None, use_beam_search=False, length_penalty=1.0, early_stopping=False, stop=[], stop_token_ids=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens=256, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True)";
+
+    #[test]
+    fn prompt_ids_are_read_into_the_spare_buffer_emptied_first() {
+        let line = format!("prompt: 'a', params: {SP_04}, prompt_token_ids: [1, 2, 3], lora_request: None.");
+        let mut spare = Vec::with_capacity(64);
+        spare.extend([7, 8, 9, 10]);
+        let received = parse_received(&line, &mut spare).unwrap();
+        assert_eq!(received.prompt_token_ids, Some(vec![1, 2, 3]), "not appended to the ids left in the buffer");
+        assert_eq!(received.prompt_token_ids.unwrap().capacity(), 64, "the spare buffer, not a new one");
+        assert_eq!(spare.capacity(), 0, "taken from the caller");
+        // Ids the fast path declines are read by the general parser into a vector of their own, and the spare
+        // buffer is left to the caller.
+        let line = format!("prompt: 'a', params: {SP_04}, prompt_token_ids: [1, 2, 3.5], lora_request: None.");
+        let mut spare = Vec::with_capacity(64);
+        assert_eq!(parse_received(&line, &mut spare), Err("prompt token ids that are not integers"));
+        assert_eq!(spare.capacity(), 64);
+        let line = format!("prompt: 'a', params: {SP_04}, prompt_token_ids: [1,  2], lora_request: None.");
+        assert_eq!(parse_received(&line, &mut spare).unwrap().prompt_token_ids, Some(vec![1, 2]));
+    }
 
     #[test]
     fn received_request_in_every_generation() {
