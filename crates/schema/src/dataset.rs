@@ -47,10 +47,13 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub const BATCH_ROWS: usize = 8192;
 /// Rows per Parquet row group.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
-/// Bytes a row group holds at most before it is written (encoded size), whatever its rows.
-pub const ROW_GROUP_BYTES: usize = 32 << 20;
+/// Bytes a row group holds at most before it is written (encoded size), whatever its rows. With
+/// [`BATCH_LIST_BYTES`], what bounds the writer's memory for rows with long lists of prefix hashes: halving both (from
+/// 32 and 8 MiB) took the peak of a Bailian trace from about 220 to 160 MiB and of a 1 GiB vLLM log from 138 to
+/// 108 MiB, for files 0.03% larger.
+pub const ROW_GROUP_BYTES: usize = 16 << 20;
 /// Bytes of list values (prefix hashes) the builders hold at most before they become a record batch.
-pub const BATCH_LIST_BYTES: usize = 8 << 20;
+pub const BATCH_LIST_BYTES: usize = 4 << 20;
 
 /// Why a dataset could not be written or read.
 #[derive(Debug, thiserror::Error)]

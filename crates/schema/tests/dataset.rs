@@ -262,6 +262,41 @@ fn many_rows_span_batches_and_row_groups() {
     assert!(tokens.iter().enumerate().all(|(i, t)| t == Some(i as u32)));
 }
 
+/// Rows with long lists of prefix hashes end a batch after `BATCH_LIST_BYTES` (4 MiB, 256 rows of 2,048 hashes
+/// here) and a row group once it holds more than `ROW_GROUP_BYTES` (16 MiB) encoded, far below `ROW_GROUP_ROWS`:
+/// the memory the writer holds for such rows is bounded by bytes, not by rows.
+#[test]
+fn long_lists_end_batches_and_row_groups_by_their_bytes() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    assert_eq!((infertrace_schema::BATCH_LIST_BYTES, infertrace_schema::ROW_GROUP_BYTES), (4 << 20, 16 << 20));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    let mut writer = DatasetWriter::create(&out, false).unwrap();
+    // 2,000 rows of 2,048 random 64-bit hashes: 31.25 MiB that delta encoding and zstd cannot shrink.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        state ^ (state >> 29)
+    };
+    for i in 0..2000u32 {
+        let hashes: Vec<u64> = (0..2048).map(|_| next()).collect();
+        let row = RequestRow {
+            request_id: i.to_string(),
+            source: "t".into(),
+            prefix_hashes: Some(hashes),
+            block_size: Some(16),
+            ..Default::default()
+        };
+        writer.push_request(&row).unwrap();
+    }
+    writer.finish(manifest()).unwrap();
+    let reader = SerializedFileReader::new(fs::File::open(out.join("requests.parquet")).unwrap()).unwrap();
+    let rows: Vec<i64> = reader.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+    // Four batches hold exactly 16 MiB of hashes, which encode to a little more (random 64-bit deltas take all
+    // their bits, plus block headers and the other columns): the row group is past its bound after the fourth.
+    assert_eq!(rows, vec![1024, 976], "rows per row group");
+}
+
 #[test]
 fn an_unfinished_writer_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
