@@ -16,7 +16,9 @@
 //! read), each chunk at most [`CHUNK_BYTES`] (a line longer than a chunk makes a chunk of its own, up to the line
 //! length limit) and a batch ends once it holds [`BATCH_BYTES`] of input, so it holds less than that and one more
 //! chunk, however long the lines and however many the threads. What `prepare` makes of a line can be several times
-//! its size (a Mooncake record is about 4×), hence the small batches.
+//! its size (a Mooncake record is about 4×), hence the small batches. Chunk buffers come from, and go back to, a
+//! process-wide bin ([`SPARE_CHUNKS`]), so a chunk may have more room than it needs: at most the bin's 32 MiB more in
+//! all.
 
 use std::cell::Cell;
 use std::io::{self, BufRead};

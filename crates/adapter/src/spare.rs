@@ -9,7 +9,8 @@
 //! an input and taken by the next, the same buffers serve every input on every thread.
 //!
 //! A bin holds at most `budget` bytes of capacity, and never a buffer larger than `largest` (one grown for an
-//! unusually long line is freed, not kept). What it keeps is memory the allocator would have held anyway.
+//! unusually long line is freed, not kept), for as long as the process runs: memory the allocator would have held
+//! for a second after each input, held a little longer.
 
 use std::sync::{Mutex, PoisonError};
 

@@ -435,8 +435,8 @@ impl ColumnKind for U64List {
     fn builder(capacity: usize) -> Self::Builder {
         ListBuilder::with_capacity(UInt64Builder::new(), capacity)
     }
-    /// Room for as many items as well: a batch of vLLM rows holds up to 8 MiB of prefix hashes, which regrowing
-    /// from empty would copy about twice over.
+    /// Room for as many items as well: a batch of vLLM rows holds up to `BATCH_LIST_BYTES` (4 MiB) of prefix
+    /// hashes, which regrowing from empty would copy about twice over.
     fn renew(previous: &Self::Builder, rows: usize) -> Self::Builder {
         ListBuilder::with_capacity(UInt64Builder::with_capacity(previous.values_ref().len()), rows)
     }

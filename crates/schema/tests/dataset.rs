@@ -262,9 +262,10 @@ fn many_rows_span_batches_and_row_groups() {
     assert!(tokens.iter().enumerate().all(|(i, t)| t == Some(i as u32)));
 }
 
-/// Rows with long lists of prefix hashes end a batch after `BATCH_LIST_BYTES` (4 MiB, 256 rows of 2,048 hashes
-/// here) and a row group once it holds more than `ROW_GROUP_BYTES` (16 MiB) encoded, far below `ROW_GROUP_ROWS`:
-/// the memory the writer holds for such rows is bounded by bytes, not by rows.
+/// Rows with long lists of prefix hashes end a row group once it holds more than `ROW_GROUP_BYTES` (16 MiB)
+/// encoded, at the end of a batch (every `BATCH_LIST_BYTES`, 4 MiB: 256 rows of 2,048 hashes here, as the unit test
+/// in `dataset.rs` checks), far below `ROW_GROUP_ROWS`: the memory the writer holds for such rows is bounded by
+/// bytes, not by rows.
 #[test]
 fn long_lists_end_batches_and_row_groups_by_their_bytes() {
     use parquet::file::reader::{FileReader, SerializedFileReader};

@@ -445,8 +445,10 @@ mod tests {
         let mut spare = Vec::with_capacity(64);
         assert_eq!(parse_received(&line, &mut spare), Err("prompt token ids that are not integers"));
         assert_eq!(spare.capacity(), 64);
+        // That buffer serves the next line.
         let line = format!("prompt: 'a', params: {SP_04}, prompt_token_ids: [1,  2], lora_request: None.");
-        assert_eq!(parse_received(&line, &mut spare).unwrap().prompt_token_ids, Some(vec![1, 2]));
+        let ids = parse_received(&line, &mut spare).unwrap().prompt_token_ids.unwrap();
+        assert_eq!((ids.as_slice(), ids.capacity(), spare.capacity()), (&[1, 2][..], 64, 0));
     }
 
     #[test]
