@@ -35,12 +35,21 @@ pub(crate) struct BenchOptions {
     pub(crate) no_python: bool,
     /// Bench every other line-oriented format instead (`bench_formats.rs`), at `log_bytes` each.
     pub(crate) formats: bool,
+    /// `--threads` for every `normalize` of the bench (its plain, compressed and fleet inputs): peak memory
+    /// grows with the thread count, and a user's machine has more cores than the bench's.
+    pub(crate) threads: Option<usize>,
 }
 
 impl BenchOptions {
     pub(crate) fn parse(args: &[&str]) -> Result<Self> {
-        let mut options =
-            Self { runs: 3, log_bytes: 1 << 30, trace_rows: 10_000_000, no_python: false, formats: false };
+        let mut options = Self {
+            runs: 3,
+            log_bytes: 1 << 30,
+            trace_rows: 10_000_000,
+            no_python: false,
+            formats: false,
+            threads: None,
+        };
         let mut log_given = false;
         let mut i = 0;
         while i < args.len() {
@@ -52,6 +61,9 @@ impl BenchOptions {
                     log_given = true;
                 }
                 "--rows" => options.trace_rows = value(i)?.parse().context("--rows takes a whole number")?,
+                "--threads" => {
+                    options.threads = Some(value(i)?.parse().context("--threads takes a whole number")?);
+                }
                 "--no-python" => {
                     options.no_python = true;
                     i += 1;
@@ -63,13 +75,16 @@ impl BenchOptions {
                     continue;
                 }
                 other => bail!(
-                    "unknown bench option {other}; expected --runs N, --log-mb N, --rows N, --no-python, --formats"
+                    "unknown bench option {other}; expected --runs N, --log-mb N, --rows N, --threads N, --no-python, --formats"
                 ),
             }
             i += 2;
         }
         if options.runs == 0 {
             bail!("--runs must be at least 1");
+        }
+        if options.formats && options.threads.is_some() {
+            bail!("--threads is for the issue's bench; --formats runs each format with one thread and with all");
         }
         if options.formats && !log_given {
             // Twenty-odd inputs: a quarter of the default size each.
@@ -238,8 +253,9 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         let (mut peak, mut python_peak) = (None, None);
         for run in 0..options.runs {
             eprintln!("{} run {}/{} …", input.name, run + 1, options.runs);
-            let (time, rss) =
-                measure(Command::new(&binary).arg("normalize").arg(&input.path).arg("-o").arg(&out).arg("--force"))?;
+            let (time, rss) = measure(
+                normalize_command(&binary, options.threads).arg(&input.path).arg("-o").arg(&out).arg("--force"),
+            )?;
             ours.push(time);
             peak = rss.max(peak);
             wc.push(measure(Command::new("wc").arg("-l").arg(&input.path))?.0);
@@ -290,10 +306,21 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         "python RSS MiB",
     ];
     print_table(&headers, table);
-    println!("medians of {} runs; MB = 10^6 bytes; inputs in {}", options.runs, dir.display());
-    compressed(&binary, &dir, &inputs[..2], options.runs)?;
-    fleet(&binary, &dir, &inputs[..2], options.runs)?;
+    let threads = options.threads.map_or("one per CPU".to_owned(), |n| n.to_string());
+    println!("medians of {} runs; MB = 10^6 bytes; inputs in {}; threads: {threads}", options.runs, dir.display());
+    compressed(&binary, &dir, &inputs[..2], options.runs, options.threads)?;
+    fleet(&binary, &dir, &inputs[..2], options.runs, options.threads)?;
     simulations(root, &binary, &dir, options.runs)
+}
+
+/// `infertrace normalize`, with `--threads` when the bench was given it.
+fn normalize_command(binary: &Path, threads: Option<usize>) -> Command {
+    let mut command = Command::new(binary);
+    command.arg("normalize");
+    if let Some(threads) = threads {
+        command.arg("--threads").arg(threads.to_string());
+    }
+    command
 }
 
 /// How a compressed copy of a bench input is written, and the command that only decompresses it.
@@ -328,7 +355,7 @@ const CODECS: [Codec; 2] = [
 /// source is newer), against the same input uncompressed and the decompression commands alone. The plain input is
 /// timed again here, in the same rounds as its copies, so that "× plain" compares runs minutes apart at most: this
 /// kind of machine's speed drifts by more than the difference measured.
-fn compressed(binary: &Path, dir: &Path, inputs: &[Input], runs: usize) -> Result<()> {
+fn compressed(binary: &Path, dir: &Path, inputs: &[Input], runs: usize, threads: Option<usize>) -> Result<()> {
     let mut table = Vec::new();
     for input in inputs {
         let bytes = fs::metadata(&input.path)?.len();
@@ -354,7 +381,7 @@ fn compressed(binary: &Path, dir: &Path, inputs: &[Input], runs: usize) -> Resul
             paths.push(path);
         }
         let normalize = |path: &Path, out: &Path| {
-            measure(Command::new(binary).arg("normalize").arg(path).arg("-o").arg(out).arg("--force"))
+            measure(normalize_command(binary, threads).arg(path).arg("-o").arg(out).arg("--force"))
         };
         let floor_exists =
             |codec: &Codec| Command::new(codec.floor[0]).arg("--version").output().is_ok_and(|o| o.status.success());
@@ -466,7 +493,7 @@ fn write_fleet(input: &Path, parts: &Path) -> Result<()> {
 
 /// Times `normalize` on each of `inputs` cut into a directory of gzip'd parts (see [`write_fleet`]) against the
 /// same input as one plain file, in the same rounds: how a fleet's many files compare with one large one.
-fn fleet(binary: &Path, dir: &Path, inputs: &[Input], runs: usize) -> Result<()> {
+fn fleet(binary: &Path, dir: &Path, inputs: &[Input], runs: usize, threads: Option<usize>) -> Result<()> {
     let mut table = Vec::new();
     for input in inputs {
         let parts = dir.join(format!("{}-fleet", input.format));
@@ -480,13 +507,12 @@ fn fleet(binary: &Path, dir: &Path, inputs: &[Input], runs: usize) -> Result<()>
         for run in 0..runs {
             eprintln!("{} as {count} gzip'd files, and plain, round {}/{} …", input.name, run + 1, runs);
             let (time, rss) =
-                measure(Command::new(binary).arg("normalize").arg(&parts).arg("-o").arg(&out).arg("--force"))?;
+                measure(normalize_command(binary, threads).arg(&parts).arg("-o").arg(&out).arg("--force"))?;
             ours.push(time);
             peak = rss.max(peak);
             plain.push(
                 measure(
-                    Command::new(binary)
-                        .arg("normalize")
+                    normalize_command(binary, threads)
                         .arg(&input.path)
                         .arg("-o")
                         .arg(dir.join(format!("{}-out", input.format)))
@@ -620,6 +646,11 @@ mod tests {
         assert_eq!(BenchOptions::parse(&["--formats", "--log-mb", "64"]).unwrap().log_bytes, 64 << 20);
         let given = BenchOptions::parse(&["--runs", "5", "--log-mb", "256", "--rows", "2000", "--no-python"]).unwrap();
         assert_eq!((given.runs, given.log_bytes, given.trace_rows, given.no_python), (5, 256 << 20, 2000, true));
+        assert_eq!(given.threads, None);
+        assert_eq!(BenchOptions::parse(&["--threads", "8"]).unwrap().threads, Some(8));
+        assert!(BenchOptions::parse(&["--threads", "eight"]).unwrap_err().to_string().contains("whole number"));
+        let formats = BenchOptions::parse(&["--formats", "--threads", "8"]).unwrap_err().to_string();
+        assert!(formats.starts_with("--threads is for the issue's bench"), "{formats}");
         assert!(BenchOptions::parse(&["--runs", "0"]).unwrap_err().to_string().contains("at least 1"));
         assert!(BenchOptions::parse(&["--runs"]).unwrap_err().to_string().contains("needs a value"));
         assert!(BenchOptions::parse(&["--fast"]).unwrap_err().to_string().starts_with("unknown bench option --fast"));
