@@ -70,7 +70,7 @@ mod tests {
     #[test]
     fn buffers_come_back_empty_up_to_the_budget_and_the_largest() {
         let bin = SpareBuffers::new(10, 6);
-        assert!(bin.take().capacity() == 0, "an empty bin makes a new buffer");
+        assert_eq!(bin.take().capacity(), 0, "an empty bin makes a new buffer");
         let mut first = Vec::with_capacity(4);
         first.extend_from_slice(b"abc");
         bin.give(first);
