@@ -105,14 +105,13 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
 fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Result<NormalizeReport> {
     let files = collect_inputs(&options.inputs, &options.output)?;
     progress.set_length(files.iter().map(|f| f.bytes).sum());
-    let mut writer = DatasetWriter::create(&options.output, options.force).map_err(|e| match e {
-        // This message already names the output and says what to do.
-        DatasetError::Exists { .. } => anyhow::Error::new(e),
-        other => anyhow::Error::new(other).context(format!("cannot write output {}", options.output.display())),
-    })?;
-    if let Some(key) = options.partition_by {
-        writer.partition_by(key);
-    }
+    let mut writer = DatasetWriter::create_partitioned(&options.output, options.force, options.partition_by).map_err(
+        |e| match e {
+            // This message already names the output and says what to do.
+            DatasetError::Exists { .. } => anyhow::Error::new(e),
+            other => anyhow::Error::new(other).context(format!("cannot write output {}", options.output.display())),
+        },
+    )?;
     let mut entries = Vec::with_capacity(files.len());
     let mut skipped = Vec::new();
     let mut shown_lines = Vec::new();

@@ -121,3 +121,46 @@ fn partitions_read_back_as_the_plain_dataset() {
         eprintln!("{stdout}");
     }
 }
+
+/// A partition's file is open only while a row group is written to it: 300 instances whose rows interleave are
+/// partitioned with 64 file descriptors, where holding a writer open per partition fails with "too many open files".
+#[test]
+fn many_partitions_need_few_open_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("fleet.csv");
+    let mut text = String::from("t,worker,in\n");
+    for i in 0..3000 {
+        text.push_str(&format!("{},w{:03},{i}\n", 1_767_225_600 + i, i % 300));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let map = dir.path().join("map.toml");
+    std::fs::write(
+        &map,
+        "name = \"fleet\"\n[requests]\narrival_time = { from = \"t\", clock = \"epoch_s\" }\ninstance = \"worker\"\ninput_tokens = \"in\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("ds");
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_infertrace"), "normalize"])
+        .args([&csv, &"-o".into(), &out, &"--format".into(), &"csv".into(), &"--map".into(), &map])
+        .args(["--partition-by", "instance"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(std::fs::read_dir(out.join("requests")).unwrap().count(), 300);
+    // Worker 7's rows, in input order: lines 7, 307, …, 2707 of the data.
+    let part = out.join("requests/instance=w007/part-0.parquet");
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(part).unwrap())
+            .unwrap()
+            .build()
+            .unwrap();
+    let mut tokens = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let column = batch.column_by_name("input_tokens").unwrap();
+        let column = arrow::array::AsArray::as_primitive::<arrow::datatypes::UInt32Type>(column.as_ref());
+        tokens.extend(column.iter().map(Option::unwrap));
+    }
+    assert_eq!(tokens, (7..3000).step_by(300).collect::<Vec<u32>>());
+}

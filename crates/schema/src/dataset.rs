@@ -31,7 +31,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::manifest::{Manifest, RowCounts};
-use crate::partition::{PartitionKey, part_files, partition_table, restore_key};
+use crate::partition::{PartitionKey, PartitionedTable, part_files, restore_key};
 use crate::table::{Table, TableBuilder};
 use crate::tables::{CacheEvent, EngineSample, RequestRow, cache_event, sample};
 
@@ -151,6 +151,41 @@ struct TableWriter<T: Table> {
 /// Record batches waiting for the encoding thread: bounds memory at a few batches per table.
 const BATCHES_AHEAD: usize = 2;
 
+/// Where a table's encoding thread writes its batches.
+enum TableSink<T: Table> {
+    /// One file, `<table>.parquet`.
+    Whole(Box<ArrowWriter<BufWriter<File>>>, PathBuf),
+    /// Hive partitions, `<table>/<key>=<value>/part-0.parquet`.
+    Partitioned(PartitionedTable<T>),
+}
+
+impl<T: Table> TableSink<T> {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        match self {
+            TableSink::Whole(writer, path) => {
+                writer.write(batch).map_err(parquet_error("write", path))?;
+                // A row group is also closed by size, so long prefix-hash lists cannot make it hold the table.
+                if writer.in_progress_size() > ROW_GROUP_BYTES {
+                    writer.flush().map_err(parquet_error("write", path))?;
+                }
+                Ok(())
+            }
+            TableSink::Partitioned(table) => table.write(batch),
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        match self {
+            TableSink::Whole(writer, path) => {
+                let mut out = writer.into_inner().map_err(parquet_error("finish", &path))?;
+                out.flush().map_err(io_error("write", &path))?;
+                out.get_ref().sync_all().map_err(io_error("sync", &path))
+            }
+            TableSink::Partitioned(table) => table.finish(),
+        }
+    }
+}
+
 impl<T: Table> std::fmt::Debug for TableWriter<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableWriter").field("path", &self.path).field("rows", &self.rows).finish_non_exhaustive()
@@ -238,35 +273,34 @@ pub(crate) fn writer_properties<T: Table>() -> WriterProperties {
     builder.build()
 }
 
-impl<T: Table> TableWriter<T> {
-    /// Creates the table's file and starts its encoding thread: Parquet encoding and zstd run beside the parse
-    /// that produces the rows, on the batches in the order they were made, so the bytes are those of a
-    /// single-threaded writer.
-    fn create(dir: &Path, bytes_of: fn(&T) -> usize) -> Result<Self> {
-        let path = dir.join(format!("{}.parquet", T::NAME));
-        let file = File::create(&path).map_err(io_error("create", &path))?;
-        let properties = writer_properties::<T>();
-        let mut writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
-            .map_err(|source| DatasetError::Parquet { action: "create", path: path.clone(), source })?;
+impl<T: Table + 'static> TableWriter<T> {
+    /// Creates the table's file (or, partitioned, its directory) and starts its encoding thread: Parquet encoding
+    /// and zstd run beside the parse that produces the rows, on the batches in the order they were made, so the
+    /// bytes are those of a single-threaded writer.
+    fn create(dir: &Path, bytes_of: fn(&T) -> usize, partition: Option<PartitionKey>) -> Result<Self> {
+        let path = match partition {
+            Some(_) => dir.join(T::NAME),
+            None => dir.join(format!("{}.parquet", T::NAME)),
+        };
+        let mut sink = match partition {
+            Some(key) => TableSink::Partitioned(PartitionedTable::<T>::create(dir, key)?),
+            None => {
+                let file = File::create(&path).map_err(io_error("create", &path))?;
+                let properties = writer_properties::<T>();
+                let writer =
+                    ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
+                        .map_err(parquet_error("create", &path))?;
+                TableSink::Whole(Box::new(writer), path.clone())
+            }
+        };
         let (batches, received) = sync_channel::<RecordBatch>(BATCHES_AHEAD);
-        let encoded = path.clone();
         let encoder = std::thread::Builder::new()
             .name(format!("encode-{}", T::NAME))
             .spawn(move || -> Result<()> {
-                let parquet = |action| {
-                    let path = encoded.clone();
-                    move |source| DatasetError::Parquet { action, path, source }
-                };
                 for batch in received {
-                    writer.write(&batch).map_err(parquet("write"))?;
-                    // A row group is also closed by size, so long prefix-hash lists cannot make it hold the table.
-                    if writer.in_progress_size() > ROW_GROUP_BYTES {
-                        writer.flush().map_err(parquet("write"))?;
-                    }
+                    sink.write(&batch)?;
                 }
-                let mut out = writer.into_inner().map_err(parquet("finish"))?;
-                out.flush().map_err(io_error("write", &encoded))?;
-                out.get_ref().sync_all().map_err(io_error("sync", &encoded))
+                sink.finish()
             })
             .map_err(io_error("start the encoder of", &path))?;
         Ok(Self {
@@ -323,6 +357,12 @@ impl DatasetWriter {
     ///
     /// Fails with [`DatasetError::Exists`] when `dir` exists and `replace` is false, before anything is written.
     pub fn create(dir: &Path, replace: bool) -> Result<Self> {
+        Self::create_partitioned(dir, replace, None)
+    }
+
+    /// [`create`](Self::create), with the tables Hive-partitioned by `key` (see [`crate::partition`]) when it is
+    /// given, instead of one file each.
+    pub fn create_partitioned(dir: &Path, replace: bool, key: Option<PartitionKey>) -> Result<Self> {
         recover(dir)?;
         if !replace && fs::symlink_metadata(dir).is_ok() {
             return Err(DatasetError::Exists { path: dir.to_owned() });
@@ -339,20 +379,17 @@ impl DatasetWriter {
         Ok(Self {
             final_dir: dir.to_owned(),
             replace,
-            requests: TableWriter::create(&temp_dir, |row: &RequestRow| {
-                row.prefix_hashes.as_ref().map_or(0, |hashes| hashes.len() * size_of::<u64>())
-            })?,
-            samples: TableWriter::create(&temp_dir, |_| 0)?,
-            cache_events: TableWriter::create(&temp_dir, |_| 0)?,
+            requests: TableWriter::create(
+                &temp_dir,
+                |row: &RequestRow| row.prefix_hashes.as_ref().map_or(0, |hashes| hashes.len() * size_of::<u64>()),
+                key,
+            )?,
+            samples: TableWriter::create(&temp_dir, |_| 0, key)?,
+            cache_events: TableWriter::create(&temp_dir, |_| 0, key)?,
             temp_dir,
-            partition: None,
+            partition: key,
             finished: false,
         })
-    }
-
-    /// Writes the tables Hive-partitioned by `key` (see [`crate::partition`]) instead of one file each.
-    pub fn partition_by(&mut self, key: PartitionKey) {
-        self.partition = Some(key);
     }
 
     /// Appends one request row.
@@ -381,11 +418,6 @@ impl DatasetWriter {
         self.requests.close()?;
         self.samples.close()?;
         self.cache_events.close()?;
-        if let Some(key) = self.partition {
-            partition_table::<RequestRow>(&self.temp_dir, key)?;
-            partition_table::<EngineSample>(&self.temp_dir, key)?;
-            partition_table::<CacheEvent>(&self.temp_dir, key)?;
-        }
         manifest.partition_by = self.partition.map(|key| key.as_str().to_owned());
         manifest.rows = self.rows();
         let manifest_path = self.temp_dir.join(MANIFEST_FILE);
@@ -557,7 +589,7 @@ mod tests {
     fn rows_with_long_lists_end_a_batch_at_batch_list_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let hash_bytes = |row: &RequestRow| row.prefix_hashes.as_ref().map_or(0, |h| h.len() * size_of::<u64>());
-        let mut writer = TableWriter::<RequestRow>::create(dir.path(), hash_bytes).unwrap();
+        let mut writer = TableWriter::<RequestRow>::create(dir.path(), hash_bytes, None).unwrap();
         let row = RequestRow { prefix_hashes: Some(vec![7; 2048]), ..RequestRow::default() };
         for i in 1..=600 {
             writer.append(&row).unwrap();

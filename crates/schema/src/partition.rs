@@ -7,25 +7,40 @@
 //! the files and in the path). A row without a value goes to `<key>=__HIVE_DEFAULT_PARTITION__`, which these
 //! engines read as null. Values are percent-encoded outside `[A-Za-z0-9._-]` (`DP0 TP0` → `DP0%20TP0`).
 //!
-//! The dataset writer first writes each table whole, then [`partition_table`] splits it, reading it back batch by
-//! batch: memory stays bounded by the open writers' unflushed row groups, which are flushed past
-//! [`FLUSH_BYTES`] each. Partitions are written in key order, rows inside one in the order written, so the output
-//! is as deterministic as the unpartitioned one. [`read_partitioned`] reads the layout back, restoring the key
-//! column, so every infertrace command reads a partitioned dataset like any other.
+//! The dataset writer partitions each table as it writes it ([`PartitionedTable`]): its encoding thread splits every
+//! record batch by key, so a partitioned run costs about what a plain one does (no table written whole, read back
+//! and written again). A partition's rows wait as Arrow arrays until they make a batch of their own, then go to its
+//! Parquet writer, which closes row groups as a plain table's does. Memory is bounded whatever the number of
+//! partitions and however their rows interleave: the waiting rows of a table's partitions hold at most
+//! [`PARTITIONS_WAITING_BYTES`] (past it, the partition with the most spills them to a zstd'd Arrow IPC file in its
+//! directory, and every later row of it follows them there, to be read back into its writer, in order, at the end),
+//! and their open row groups at most [`PARTITIONS_HELD_BYTES`] (past it, the largest is closed). A part file is open
+//! only while bytes are appended to it, so thousands of partitions need no more file descriptors than one. Rows
+//! inside a partition are in the order written, and where row groups end depends only on the rows, so the output is
+//! as deterministic as the unpartitioned one. [`read_table`](crate::dataset::read_table) reads the layout back,
+//! restoring the key column, so every infertrace command reads a partitioned dataset like any other.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::{BufWriter, Write as _};
+use std::collections::btree_map::Entry;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead as _, Write};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, Date32Array, Int64Array, RecordBatch, StringArray, UInt32Array, new_null_array};
-use arrow::compute::{cast, take_record_batch};
-use arrow::datatypes::{DataType, Schema};
+use arrow::array::{
+    Array, ArrayRef, AsArray, Date32Array, DictionaryArray, Int64Array, RecordBatch, StringArray, UInt32Array,
+    new_null_array,
+};
+use arrow::compute::{cast, concat_batches, take_record_batch};
+use arrow::datatypes::{DataType, Int32Type, Schema};
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::dataset::{BATCH_ROWS, DatasetError, io_error, parquet_error, writer_properties};
+use crate::dataset::{
+    BATCH_LIST_BYTES, BATCH_ROWS, DatasetError, ROW_GROUP_BYTES, io_error, parquet_error, writer_properties,
+};
 use crate::table::Table;
 
 /// What a partitioned dataset is split by.
@@ -57,8 +72,17 @@ impl PartitionKey {
 
 /// The directory name of rows without a value, as Hive writes it.
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
-/// Unflushed bytes past which a partition's writer closes its row group.
-pub const FLUSH_BYTES: usize = 16 << 20;
+/// Bytes of rows (as Arrow arrays) the partitions of one table keep waiting together at most: past it, the partition
+/// with the most spills them. A partition's rows wait until they make a record batch ([`BATCH_ROWS`] rows or
+/// [`BATCH_LIST_BYTES`] of lists), so that rows of many partitions interleaved (a fleet's instances in one merged
+/// stream) do not each keep a Parquet writer's row group open: the writer of a `requests` part holds about a
+/// mebibyte before its first page (74,000 bytes of dictionary encoder per integer column).
+pub const PARTITIONS_WAITING_BYTES: usize = 32 << 20;
+
+/// Bytes (as the Parquet writers estimate their memory) that the open row groups of one table's partitions hold
+/// together at most: past it, the one holding the most is closed. (Each also closes at [`ROW_GROUP_BYTES`] or
+/// [`crate::dataset::ROW_GROUP_ROWS`], as a plain table's does.)
+pub const PARTITIONS_HELD_BYTES: usize = 32 << 20;
 
 /// The column of table `T` whose value the rows are split by.
 fn key_column<T: Table>(key: PartitionKey) -> &'static str {
@@ -77,92 +101,381 @@ fn arrow_error(action: &'static str, path: &Path) -> impl FnOnce(arrow::error::A
     move |e| DatasetError::Parquet { action, path, source: e.into() }
 }
 
-/// Splits `<dir>/<table>.parquet` into `<dir>/<table>/<key>=<value>/part-0.parquet` and removes it.
-pub(crate) fn partition_table<T: Table>(dir: &Path, key: PartitionKey) -> Result<()> {
-    let whole = dir.join(format!("{}.parquet", T::NAME));
-    let root = dir.join(T::NAME);
-    fs::create_dir(&root).map_err(io_error("create", &root))?;
-    let file = File::open(&whole).map_err(io_error("open", &whole))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(parquet_error("read", &whole))?
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(parquet_error("read", &whole))?;
-    let column = key_column::<T>(key);
-    let mut writers: BTreeMap<String, (PathBuf, ArrowWriter<BufWriter<File>>)> = BTreeMap::new();
-    for batch in reader {
-        let batch = batch.map_err(arrow_error("decode", &whole))?;
-        let values = key_values(&batch, column, key).map_err(arrow_error("partition", &whole))?;
-        // Row indices per partition directory, in row order.
-        let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for (row, value) in values.iter().enumerate() {
-            let name = match value {
-                Some(value) => format!("{}={}", key.as_str(), encode(value)),
-                None => format!("{}={NULL_PARTITION}", key.as_str()),
-            };
-            groups.entry(name).or_default().push(u32::try_from(row).expect("a batch has fewer than 2^32 rows"));
-        }
-        for (name, rows) in groups {
-            let mut part = take_record_batch(&batch, &UInt32Array::from(rows)).map_err(arrow_error("split", &whole))?;
-            if key != PartitionKey::Date {
-                // The value is in the path; Hive layout keeps it out of the file.
-                let keep: Vec<usize> =
-                    (0..part.num_columns()).filter(|&i| part.schema().field(i).name() != column).collect();
-                part = part.project(&keep).map_err(arrow_error("split", &whole))?;
-            }
-            if !writers.contains_key(&name) {
-                let directory = root.join(&name);
-                fs::create_dir(&directory).map_err(io_error("create", &directory))?;
-                let path = directory.join("part-0.parquet");
-                let file = File::create(&path).map_err(io_error("create", &path))?;
-                let writer = ArrowWriter::try_new(
-                    BufWriter::with_capacity(1 << 16, file),
-                    part.schema(),
-                    Some(writer_properties::<T>()),
-                )
-                .map_err(parquet_error("create", &path))?;
-                writers.insert(name.clone(), (path, writer));
-            }
-            let (path, writer) = writers.get_mut(&name).expect("inserted above");
-            writer.write(&part).map_err(parquet_error("write", path))?;
-            if writer.in_progress_size() > FLUSH_BYTES {
-                writer.flush().map_err(parquet_error("write", path))?;
-            }
-        }
-    }
-    for (path, writer) in writers.into_values() {
-        let mut out = writer.into_inner().map_err(parquet_error("finish", &path))?;
-        out.flush().map_err(io_error("write", &path))?;
-        out.get_ref().sync_all().map_err(io_error("sync", &path))?;
-    }
-    fs::remove_file(&whole).map_err(io_error("remove", &whole))
+/// Table `T` written as `<dir>/<table>/<key>=<value>/part-0.parquet` as its record batches come.
+pub(crate) struct PartitionedTable<T: Table> {
+    root: PathBuf,
+    key: PartitionKey,
+    /// The key column's position in `T`'s schema.
+    column: usize,
+    /// The columns a part file keeps: all but the key column, for `source` and `instance`.
+    keep: Vec<usize>,
+    /// By directory name, so that they are finished in key order.
+    parts: BTreeMap<String, Part>,
+    /// What waiting rows and open row groups may hold: [`PARTITIONS_WAITING_BYTES`] and [`PARTITIONS_HELD_BYTES`]
+    /// but in tests.
+    budget: Budget,
+    /// What spills are compressed with.
+    compressor: zstd::bulk::Compressor<'static>,
+    table: PhantomData<fn() -> T>,
 }
 
-/// The partition value of every row of `batch`: the UTC day of `column` for [`PartitionKey::Date`], its text
-/// otherwise.
-fn key_values(
-    batch: &RecordBatch,
-    column: &str,
-    key: PartitionKey,
-) -> Result<Vec<Option<String>>, arrow::error::ArrowError> {
-    let array = batch
-        .column_by_name(column)
-        .ok_or_else(|| arrow::error::ArrowError::SchemaError(format!("no column {column}")))?;
-    let text = match key {
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    waiting: usize,
+    held: usize,
+}
+
+/// One partition: its writer, the rows waiting for it, and where they went when they could not wait.
+struct Part {
+    writer: ArrowWriter<PartFile>,
+    waiting: Vec<RecordBatch>,
+    waiting_rows: usize,
+    waiting_bytes: usize,
+    /// Once rows of this partition had to leave memory before the end, the file they and every later row go to
+    /// (Arrow IPC streams, zstd-compressed), read back into the part's writer by [`PartitionedTable::finish`].
+    spill: Option<PathBuf>,
+}
+
+impl Part {
+    /// Hands the waiting rows on: to the writer, or to the spill file once the partition has one (which rows
+    /// must then follow, to stay in order).
+    fn pass_waiting(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
+        if self.spill.is_some() { self.spill_waiting(compressor) } else { self.write_waiting() }
+    }
+
+    /// Appends the waiting rows to the partition's spill file (made on the first call): one Arrow IPC stream,
+    /// compressed as one zstd frame with `compressor` (one context for every spill: a context per column buffer,
+    /// as IPC's own compression makes them, cost more than the rows).
+    fn spill_waiting(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
+        let path = self.writer.inner().path.with_file_name(SPILL_FILE);
+        let Some(batch) = self.take_waiting()? else {
+            self.spill.get_or_insert(path);
+            return Ok(());
+        };
+        let spill = self.spill.get_or_insert(path);
+        let mut stream = StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(arrow_error("spill", spill))?;
+        stream.write(&batch).map_err(arrow_error("spill", spill))?;
+        let bytes = stream.into_inner().map_err(arrow_error("spill", spill))?;
+        let frame = compressor.compress(&bytes).map_err(io_error("compress", spill))?;
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&*spill)
+            .and_then(|mut file| file.write_all(&frame))
+            .map_err(io_error("write", spill))
+    }
+
+    /// Writes what was spilled, and then what waits (spilled too, to keep the order), to the part's writer, and
+    /// removes the spill file.
+    fn unspill(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
+        if self.spill.is_none() {
+            return Ok(());
+        }
+        self.spill_waiting(compressor)?;
+        let Some(spill) = self.spill.take() else { return Ok(()) };
+        let file = File::open(&spill).map_err(io_error("open", &spill))?;
+        // The frames one after another, each an IPC stream.
+        let mut file = io::BufReader::new(zstd::stream::read::Decoder::new(file).map_err(io_error("read", &spill))?);
+        // One stream after another, until the file's end.
+        while !file.fill_buf().map_err(io_error("read", &spill))?.is_empty() {
+            let stream = StreamReader::try_new(&mut file, None).map_err(arrow_error("read back", &spill))?;
+            for batch in stream {
+                let batch = batch.map_err(arrow_error("read back", &spill))?;
+                self.waiting_rows += batch.num_rows();
+                self.waiting.push(batch);
+                if self.waiting_rows >= BATCH_ROWS {
+                    self.write_waiting()?;
+                }
+            }
+        }
+        self.write_waiting()?;
+        fs::remove_file(&spill).map_err(io_error("remove", &spill))
+    }
+
+    /// Hands the waiting rows to the writer, closing its row group by size as a plain table's.
+    fn write_waiting(&mut self) -> Result<()> {
+        if let Some(batch) = self.take_waiting()? {
+            let writer = &mut self.writer;
+            let written = writer
+                .write(&batch)
+                .and_then(|()| if writer.in_progress_size() > ROW_GROUP_BYTES { writer.flush() } else { Ok(()) });
+            written.map_err(|e| parquet_error("write", &self.writer.inner().path)(e))?;
+        }
+        Ok(())
+    }
+
+    /// The waiting rows as one batch (the writers' cost is largely per batch, and a partition of many gets a few
+    /// rows from each), or `None` when none wait.
+    fn take_waiting(&mut self) -> Result<Option<RecordBatch>> {
+        let batch = match self.waiting.len() {
+            0 => return Ok(None),
+            1 => self.waiting.pop().expect("one batch"),
+            _ => concat_batches(&self.waiting[0].schema(), &self.waiting)
+                .map_err(arrow_error("join the rows of", &self.writer.inner().path))?,
+        };
+        self.waiting.clear();
+        self.waiting_rows = 0;
+        self.waiting_bytes = 0;
+        Ok(Some(batch))
+    }
+}
+
+/// Bytes `batch` holds as far as it is its own: a dictionary column counts its keys, not its values, which the
+/// parts of one batch share.
+fn own_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|column| match column.as_any_dictionary_opt() {
+            Some(dictionary) => dictionary.keys().get_array_memory_size(),
+            None => column.get_array_memory_size(),
+        })
+        .sum()
+}
+
+impl<T: Table> PartitionedTable<T> {
+    /// Creates `<dir>/<table>/` (present even when no row comes, so the table reads back as empty).
+    pub(crate) fn create(dir: &Path, key: PartitionKey) -> Result<Self> {
+        Self::with_budget(dir, key, Budget { waiting: PARTITIONS_WAITING_BYTES, held: PARTITIONS_HELD_BYTES })
+    }
+
+    fn with_budget(dir: &Path, key: PartitionKey, budget: Budget) -> Result<Self> {
+        let root = dir.join(T::NAME);
+        fs::create_dir(&root).map_err(io_error("create", &root))?;
+        let schema = T::schema();
+        let name = key_column::<T>(key);
+        let column = schema.index_of(name).expect("every table has the key columns");
+        let keep = (0..schema.fields().len()).filter(|&i| key == PartitionKey::Date || i != column).collect();
+        let compressor = zstd::bulk::Compressor::new(1).map_err(io_error("start the compressor of", &root))?;
+        Ok(Self { root, key, column, keep, parts: BTreeMap::new(), budget, compressor, table: PhantomData })
+    }
+
+    /// Writes each row of `batch` (of `T`'s schema) to its partition, in order.
+    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let (names, rows) = split(batch.column(self.column), self.key).map_err(arrow_error("partition", &self.root))?;
+        let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for (name, rows) in names.into_iter().zip(rows) {
+            groups.entry(name).or_default().extend(rows);
+        }
+        let whole = groups.len() == 1;
+        for (name, rows) in groups {
+            let rows = if whole {
+                batch.clone()
+            } else {
+                take_record_batch(batch, &UInt32Array::from(rows)).map_err(arrow_error("split", &self.root))?
+            };
+            let rows = rows.project(&self.keep).map_err(arrow_error("split", &self.root))?;
+            let part = match self.parts.entry(name) {
+                Entry::Occupied(part) => part.into_mut(),
+                Entry::Vacant(slot) => {
+                    let directory = self.root.join(slot.key());
+                    fs::create_dir(&directory).map_err(io_error("create", &directory))?;
+                    let path = directory.join("part-0.parquet");
+                    let file = PartFile::create(path.clone()).map_err(io_error("create", &path))?;
+                    let writer = ArrowWriter::try_new(file, rows.schema(), Some(writer_properties::<T>()))
+                        .map_err(parquet_error("create", &path))?;
+                    slot.insert(Part { writer, waiting: Vec::new(), waiting_rows: 0, waiting_bytes: 0, spill: None })
+                }
+            };
+            part.waiting_rows += rows.num_rows();
+            part.waiting_bytes += own_bytes(&rows);
+            part.waiting.push(rows);
+            if part.waiting_rows >= BATCH_ROWS || part.waiting_bytes >= BATCH_LIST_BYTES {
+                part.pass_waiting(&mut self.compressor)?;
+            }
+        }
+        self.bound()?;
+        for part in self.parts.values_mut() {
+            let file = part.writer.inner_mut();
+            file.write_out().map_err(io_error("write", &file.path))?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the waiting rows, then the open row groups, within the budget: the partition with the most (the first
+    /// by name of those with as much) spills its rows, or closes its row group. Spilled rather than written: with
+    /// the rows of many partitions interleaved, what each partition has waiting when the budget runs out is a few
+    /// hundred rows, and a row group of that size costs its metadata (held until the file ends) and the
+    /// compressors' set-up more than its rows (3 M rows of 300 interleaved partitions written so made 18 row groups
+    /// a partition, in 16.0 s and 539 MiB; spilled, one each, in 10.7 s and 138 MiB: `docs/performance.md`).
+    fn bound(&mut self) -> Result<()> {
+        let mut waiting: usize = self.parts.values().map(|part| part.waiting_bytes).sum();
+        while waiting > self.budget.waiting {
+            let Some(part) = self.parts.values_mut().rev().max_by_key(|part| part.waiting_bytes) else { break };
+            waiting -= part.waiting_bytes;
+            part.spill_waiting(&mut self.compressor)?;
+        }
+        let mut held: usize = self.parts.values().map(|part| part.writer.memory_size()).sum();
+        while held > self.budget.held {
+            let Some(part) = self.parts.values_mut().rev().max_by_key(|part| part.writer.memory_size()) else { break };
+            held -= part.writer.memory_size();
+            part.writer.flush().map_err(parquet_error("write", &part.writer.inner().path))?;
+        }
+        Ok(())
+    }
+
+    /// Writes every partition's waiting rows, last row group and footer, in key order, and syncs its file.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        for mut part in std::mem::take(&mut self.parts).into_values() {
+            part.unspill(&mut self.compressor)?;
+            part.write_waiting()?;
+            let path = part.writer.inner().path.clone();
+            let file = part.writer.into_inner().map_err(parquet_error("finish", &path))?;
+            file.finish().map_err(io_error("write", &path))?;
+        }
+        Ok(())
+    }
+}
+
+/// The name of a partition's spill file, in its directory until the table is finished.
+const SPILL_FILE: &str = ".spill.arrows";
+
+/// A part file that is open only while bytes are written to it: what the Parquet writer writes (a row group's
+/// column chunks when it closes one, the footer at the end) is kept here until [`write_out`](Self::write_out), or until a
+/// mebibyte is pending, and then appended.
+struct PartFile {
+    path: PathBuf,
+    pending: Vec<u8>,
+}
+
+/// Bytes a [`PartFile`] keeps pending at most.
+const PART_FILE_PENDING_BYTES: usize = 1 << 20;
+
+impl PartFile {
+    /// Creates the file, empty.
+    fn create(path: PathBuf) -> io::Result<Self> {
+        File::create(&path)?;
+        Ok(Self { path, pending: Vec::new() })
+    }
+
+    /// Appends what is pending, and frees its buffer: a partition no row comes to holds nothing.
+    fn write_out(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut file = OpenOptions::new().append(true).open(&self.path)?;
+        file.write_all(&std::mem::take(&mut self.pending))
+    }
+
+    /// Appends what is pending and syncs the file.
+    fn finish(mut self) -> io::Result<()> {
+        self.write_out()?;
+        OpenOptions::new().append(true).open(&self.path)?.sync_all()
+    }
+}
+
+impl Write for PartFile {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() >= PART_FILE_PENDING_BYTES {
+            self.write_out()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write_out()
+    }
+}
+
+/// The partitions of the rows of `column` (a `T` table's key column) by directory name (`key=value`), each with its
+/// rows in order. Each distinct value is named once, not once a row: a row's partition is found from its dictionary
+/// key (`source`, `instance`) or its day (`date`).
+fn split(column: &ArrayRef, key: PartitionKey) -> Result<(Vec<String>, Vec<Vec<u32>>), arrow::error::ArrowError> {
+    let index = |row: usize| u32::try_from(row).expect("a batch has fewer than 2^32 rows");
+    let mut names = Vec::new();
+    let mut rows: Vec<Vec<u32>> = Vec::new();
+    match key {
         PartitionKey::Date => {
             // Days since the epoch from the UTC nanoseconds (no time-zone database needed: the zone is UTC).
-            let nanos = cast(array, &DataType::Int64)?;
+            let nanos = cast(column, &DataType::Int64)?;
             let nanos = nanos.as_any().downcast_ref::<Int64Array>().expect("cast to Int64 gives an Int64Array");
-            let days: Date32Array = nanos
-                .iter()
-                .map(|ns| ns.and_then(|ns| i32::try_from(ns.div_euclid(86_400_000_000_000)).ok()))
-                .collect();
-            cast(&days, &DataType::Utf8)?
+            let mut days: BTreeMap<Option<i32>, usize> = BTreeMap::new();
+            let mut last: Option<(Option<i32>, usize)> = None;
+            for (row, ns) in nanos.iter().enumerate() {
+                let day = ns.and_then(|ns| i32::try_from(ns.div_euclid(86_400_000_000_000)).ok());
+                let group = match last {
+                    Some((last_day, group)) if last_day == day => group,
+                    _ => {
+                        let next = days.len();
+                        let group = *days.entry(day).or_insert(next);
+                        if group == rows.len() {
+                            rows.push(Vec::new());
+                        }
+                        last = Some((day, group));
+                        group
+                    }
+                };
+                rows[group].push(index(row));
+            }
+            names.resize(rows.len(), String::new());
+            let distinct: Vec<(Option<i32>, usize)> = days.into_iter().collect();
+            let text: Date32Array = distinct.iter().map(|(day, _)| *day).collect();
+            let text = cast(&text, &DataType::Utf8)?;
+            let text = text.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray");
+            for (i, (_, group)) in distinct.iter().enumerate() {
+                names[*group] = directory_name(key, text.is_valid(i).then(|| text.value(i)));
+            }
         }
-        PartitionKey::Source | PartitionKey::Instance => cast(array, &DataType::Utf8)?,
-    };
-    let text = text.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray");
-    Ok(text.iter().map(|v| v.map(str::to_owned)).collect())
+        PartitionKey::Source | PartitionKey::Instance => {
+            let Some(dictionary) = column.as_any().downcast_ref::<DictionaryArray<Int32Type>>() else {
+                // Not the schema's dictionary: named row by row.
+                let text = cast(column, &DataType::Utf8)?;
+                let text = text.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray");
+                let mut groups: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+                for (row, value) in text.iter().enumerate() {
+                    let next = groups.len();
+                    let group = *groups.entry(value).or_insert(next);
+                    if group == rows.len() {
+                        rows.push(Vec::new());
+                        names.push(directory_name(key, value));
+                    }
+                    rows[group].push(index(row));
+                }
+                return Ok((names, rows));
+            };
+            let values = cast(dictionary.values(), &DataType::Utf8)?;
+            let values = values.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray");
+            // The group of each dictionary value, and of null; equal values (a dictionary may repeat one) share it.
+            let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+            let mut group_of = |name: String, rows: &mut Vec<Vec<u32>>, names: &mut Vec<String>| {
+                let next = by_name.len();
+                let group = *by_name.entry(name.clone()).or_insert(next);
+                if group == rows.len() {
+                    rows.push(Vec::new());
+                    names.push(name);
+                }
+                group
+            };
+            let mut of_value: Vec<Option<usize>> = vec![None; values.len()];
+            let mut of_null = None;
+            for (row, k) in dictionary.keys().iter().enumerate() {
+                let k = k.and_then(|k| usize::try_from(k).ok()).filter(|&k| values.is_valid(k));
+                let slot = match k {
+                    Some(k) => &mut of_value[k],
+                    None => &mut of_null,
+                };
+                let group = match *slot {
+                    Some(group) => group,
+                    None => {
+                        let group = group_of(directory_name(key, k.map(|k| values.value(k))), &mut rows, &mut names);
+                        *slot = Some(group);
+                        group
+                    }
+                };
+                rows[group].push(index(row));
+            }
+        }
+    }
+    Ok((names, rows))
+}
+
+/// `key=value`, percent-encoded, or Hive's null partition.
+fn directory_name(key: PartitionKey, value: Option<&str>) -> String {
+    match value {
+        Some(value) => format!("{}={}", key.as_str(), encode(value)),
+        None => format!("{}={NULL_PARTITION}", key.as_str()),
+    }
 }
 
 /// `value` with every byte outside `[A-Za-z0-9._-]` written as `%XX`.
@@ -266,6 +579,131 @@ mod tests {
         assert_eq!(decode("%C3"), None, "half a character");
         assert_eq!(decode("%G1"), None);
         assert_eq!(decode("%2"), None);
+    }
+
+    use crate::table::TableBuilder;
+    use crate::tables::{CacheEvent, EngineSample, sample};
+
+    /// Samples of `instances`, from line `first` on.
+    fn samples(instances: &[Option<&str>], first: u64) -> RecordBatch {
+        let mut builder = <EngineSample as Table>::Builder::default();
+        for (line, instance) in (first..).zip(instances) {
+            builder.append(&EngineSample {
+                time: 0,
+                source: "vllm-log".into(),
+                instance: instance.map(Into::into),
+                metric: "kv_cache_usage".into(),
+                value: 0.5,
+                source_file: None,
+                source_line: Some(line),
+            });
+        }
+        builder.finish()
+    }
+
+    #[test]
+    fn rows_are_grouped_by_their_value_in_order() {
+        let batch = samples(&[Some("a"), Some("b b"), None, Some("a"), Some("b b"), None, Some("c")], 0);
+        let (names, rows) = split(batch.column_by_name(sample::INSTANCE).unwrap(), PartitionKey::Instance).unwrap();
+        assert_eq!(names, ["instance=a", "instance=b%20b", "instance=__HIVE_DEFAULT_PARTITION__", "instance=c"]);
+        assert_eq!(rows, [vec![0, 3], vec![1, 4], vec![2, 5], vec![6]]);
+
+        // UTC days of nanosecond times: the last nanosecond of 1970-01-01, one before the epoch, none.
+        let day = 86_400_000_000_000_i64;
+        let mut builder = <CacheEvent as Table>::Builder::default();
+        for time in [Some(0), Some(day - 1), Some(-1), None, Some(day), Some(5)] {
+            builder.append(&CacheEvent { time, source: "vllm-kv-events".into(), ..Default::default() });
+        }
+        let batch = builder.finish();
+        let (names, rows) = split(batch.column_by_name("time").unwrap(), PartitionKey::Date).unwrap();
+        assert_eq!(names, ["date=1970-01-01", "date=1969-12-31", "date=__HIVE_DEFAULT_PARTITION__", "date=1970-01-02"]);
+        assert_eq!(rows, [vec![0, 1, 5], vec![2], vec![3], vec![4]]);
+    }
+
+    /// Each part's row groups and `source_line`s, by directory.
+    type Parts = BTreeMap<String, (usize, Vec<u64>)>;
+
+    /// What [`PartitionedTable`] kept at most while `batches` were written with `budget`: bytes waiting, bytes of
+    /// open row groups, whether a partition spilled; then the parts.
+    fn write_with(budget: Budget, batches: &[RecordBatch]) -> (usize, usize, bool, Parts) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut table =
+            PartitionedTable::<EngineSample>::with_budget(dir.path(), PartitionKey::Instance, budget).unwrap();
+        let (mut waiting, mut held, mut spilled) = (0, 0, false);
+        for batch in batches {
+            table.write(batch).unwrap();
+            waiting = table.parts.values().map(|part| part.waiting_bytes).sum::<usize>().max(waiting);
+            held = table.parts.values().map(|part| part.writer.memory_size()).sum::<usize>().max(held);
+            spilled |= table.parts.values().any(|part| part.spill.is_some());
+        }
+        table.finish().unwrap();
+        let mut parts = BTreeMap::new();
+        for entry in fs::read_dir(dir.path().join("samples")).unwrap() {
+            let directory = entry.unwrap().path();
+            let files: Vec<_> = fs::read_dir(&directory).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(files, ["part-0.parquet"], "the spill file is removed");
+            let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                File::open(directory.join("part-0.parquet")).unwrap(),
+            )
+            .unwrap();
+            let groups = reader.metadata().num_row_groups();
+            let rows: Vec<EngineSample> =
+                reader.build().unwrap().flat_map(|batch| EngineSample::from_batch(&batch.unwrap()).unwrap()).collect();
+            // The instance is in the path only.
+            assert!(rows.iter().all(|r| r.instance.is_none()));
+            let name = directory.file_name().unwrap().to_string_lossy().into_owned();
+            parts.insert(name, (groups, rows.iter().map(|r| r.source_line.unwrap()).collect()));
+        }
+        (waiting, held, spilled, parts)
+    }
+
+    /// Rows of 50 instances interleaved, 8 × 164 of each: past 64 KiB waiting (about 45 bytes a row as Arrow
+    /// arrays), the partitions spill their rows, which come back in order, each partition's in one row group.
+    #[test]
+    fn interleaved_partitions_spill_past_their_budget() {
+        let names: Vec<String> = (0..50).map(|i| format!("i{i:02}")).collect();
+        let instances: Vec<_> = (0..8192).map(|row| Some(names[row % 50].as_str())).collect();
+        let batches: Vec<_> = (0..8).map(|b| samples(&instances, b * 8192)).collect();
+        // Instance i's rows: row i and every 50th after it, of each of the 8 batches, in one row group.
+        let expected: Parts = (0..50)
+            .map(|i| {
+                let lines = (0..8).flat_map(|b| (b * 8192 + i..(b + 1) * 8192).step_by(50)).collect();
+                (format!("instance=i{i:02}"), (1, lines))
+            })
+            .collect();
+
+        let (waiting, held, spilled, parts) = write_with(Budget { waiting: 64 << 10, held: 256 << 10 }, &batches);
+        assert!(waiting <= 64 << 10, "{waiting} bytes waiting");
+        assert_eq!(held, 0, "no partition made a batch, so no row group was open before the end");
+        assert!(spilled);
+        assert!(parts == expected);
+
+        // With room for them, every row waits in memory.
+        let (waiting, held, spilled, parts) =
+            write_with(Budget { waiting: PARTITIONS_WAITING_BYTES, held: PARTITIONS_HELD_BYTES }, &batches);
+        assert!(waiting > 64 << 10, "{waiting} bytes waiting");
+        assert_eq!(held, 0);
+        assert!(!spilled);
+        assert!(parts == expected);
+    }
+
+    /// Two partitions of 4,096 rows a batch make batches of their own, which go to their writers: past 64 KiB of
+    /// open row groups, the larger is closed.
+    #[test]
+    fn open_row_groups_close_past_their_budget() {
+        let instances: Vec<_> = (0..8192).map(|row| Some(if row < 4096 { "a" } else { "b" })).collect();
+        let batches: Vec<_> = (0..8).map(|b| samples(&instances, b * 8192)).collect();
+        let (_, held, spilled, parts) = write_with(Budget { waiting: 64 << 20, held: 64 << 10 }, &batches);
+        assert!(held <= 64 << 10, "{held} bytes held");
+        assert!(!spilled);
+        let (groups, lines) = &parts["instance=b"];
+        assert!(*groups > 1, "{groups} row groups");
+        assert_eq!(lines, &(0..8).flat_map(|b| b * 8192 + 4096..(b + 1) * 8192).collect::<Vec<u64>>());
+        // With room, each partition's 32,768 rows make one row group.
+        let (_, held, _, parts) =
+            write_with(Budget { waiting: PARTITIONS_WAITING_BYTES, held: PARTITIONS_HELD_BYTES }, &batches);
+        assert!(held > 64 << 10, "{held} bytes held");
+        assert_eq!(parts["instance=b"].0, 1);
     }
 
     #[test]
