@@ -11,8 +11,9 @@
 //! and ratios. The vLLM and SGLang logs are then timed again as users keep rotated logs, gzip'd (level 6,
 //! logrotate's `compress`) and zstd'd (level 3, the `zstd` command's default), against their plain runs and the
 //! `gzip -dc` and `zstd -dc` commands alone (the decompression floor; `-` where the command is missing), and as a
-//! fleet's log shipper leaves them, a directory of gzip'd parts of 4 MiB of text, against the one plain file. The
-//! release binary is built first. Not part of CI: it takes minutes and needs disk.
+//! fleet's log shipper leaves them, a directory of gzip'd parts of 4 MiB of text, against the one plain file. Every
+//! input is then timed with `--partition-by date` against its plain run. The release binary is built first. Not part
+//! of CI: it takes minutes and needs disk.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write as _};
@@ -310,6 +311,7 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     println!("medians of {} runs; MB = 10^6 bytes; inputs in {}; threads: {threads}", options.runs, dir.display());
     compressed(&binary, &dir, &inputs[..2], options.runs, options.threads)?;
     fleet(&binary, &dir, &inputs[..2], options.runs, options.threads)?;
+    partitioned(&binary, &dir, &inputs, options.runs, options.threads)?;
     simulations(root, &binary, &dir, options.runs)
 }
 
@@ -503,37 +505,12 @@ fn fleet(binary: &Path, dir: &Path, inputs: &[Input], runs: usize, threads: Opti
         let (count, stored) = files.fold((0u64, 0u64), |(n, b), e| (n + 1, b + e.metadata().map_or(0, |m| m.len())));
         let bytes = fs::metadata(&input.path)?.len();
         let out = dir.join(format!("{}-fleet-out", input.format));
-        let (mut ours, mut plain, mut peak) = (Vec::new(), Vec::new(), None);
-        for run in 0..runs {
-            eprintln!("{} as {count} gzip'd files, and plain, round {}/{} …", input.name, run + 1, runs);
-            let (time, rss) =
-                measure(normalize_command(binary, threads).arg(&parts).arg("-o").arg(&out).arg("--force"))?;
-            ours.push(time);
-            peak = rss.max(peak);
-            plain.push(
-                measure(
-                    normalize_command(binary, threads)
-                        .arg(&input.path)
-                        .arg("-o")
-                        .arg(dir.join(format!("{}-out", input.format)))
-                        .arg("--force"),
-                )?
-                .0,
-            );
-        }
-        let t = median(ours).as_secs_f64();
-        let p = median(plain).as_secs_f64();
-        table.push(vec![
-            input.name.to_owned(),
-            count.to_string(),
-            format!("{:.0}", stored as f64 / 1e6),
-            format!("{:.0}", bytes as f64 / 1e6),
-            format!("{t:.2}"),
-            format!("{:.0}", bytes as f64 / 1e6 / t),
-            mib(peak),
-            format!("{p:.2}"),
-            format!("{:.2}", t / p),
-        ]);
+        let what = format!("as {count} gzip'd files");
+        let normalize = || normalize_command(binary, threads);
+        let (t, p, peak) = against_plain(&normalize, dir, input, runs, &what, &out, |command| command.arg(&parts))?;
+        let mut row = vec![input.name.to_owned(), count.to_string(), format!("{:.0}", stored as f64 / 1e6)];
+        row.extend(timing_cells(bytes, t, p, peak));
+        table.push(row);
     }
     println!();
     let headers =
@@ -542,6 +519,74 @@ fn fleet(binary: &Path, dir: &Path, inputs: &[Input], runs: usize, threads: Opti
     println!(
         "each log cut into parts of {} MiB of text, gzip -6; one file s: the plain log, timed in the same rounds",
         FLEET_PART_BYTES >> 20
+    );
+    Ok(())
+}
+
+/// Medians of `runs` rounds of a variant of `normalize` (what `variant` makes of a `normalize()` command: its inputs
+/// and options), written to `out`, and of `input` normalized plain (into `dir`), timed in the same rounds, in
+/// seconds, and the variant's peak memory.
+fn against_plain(
+    normalize: &dyn Fn() -> Command,
+    dir: &Path,
+    input: &Input,
+    runs: usize,
+    what: &str,
+    out: &Path,
+    variant: impl Fn(&mut Command) -> &mut Command,
+) -> Result<(f64, f64, Option<u64>)> {
+    let plain_out = dir.join(format!("{}-out", input.format));
+    let (mut ours, mut plain, mut peak) = (Vec::new(), Vec::new(), None);
+    for run in 0..runs {
+        eprintln!("{} {what}, and plain, round {}/{} …", input.name, run + 1, runs);
+        let (time, rss) = measure(variant(&mut normalize()).arg("-o").arg(out).arg("--force"))?;
+        ours.push(time);
+        peak = rss.max(peak);
+        plain.push(measure(normalize().arg(&input.path).arg("-o").arg(&plain_out).arg("--force"))?.0);
+    }
+    Ok((median(ours).as_secs_f64(), median(plain).as_secs_f64(), peak))
+}
+
+/// The cells of a row of [`against_plain`]'s figures for an input of `bytes`: MB, median s, MB/s, peak RSS, plain s
+/// and the ratio.
+fn timing_cells(bytes: u64, t: f64, p: f64, peak: Option<u64>) -> [String; 6] {
+    let mb = bytes as f64 / 1e6;
+    [
+        format!("{mb:.0}"),
+        format!("{t:.2}"),
+        format!("{:.0}", mb / t),
+        mib(peak),
+        format!("{p:.2}"),
+        format!("{:.2}", t / p),
+    ]
+}
+
+/// Times `normalize --partition-by date` on each of `inputs` against the plain run, in the same rounds: what writing
+/// Hive partitions costs (each table is split as it is written).
+fn partitioned(binary: &Path, dir: &Path, inputs: &[Input], runs: usize, threads: Option<usize>) -> Result<()> {
+    let mut table = Vec::new();
+    for input in inputs {
+        let bytes = fs::metadata(&input.path)?.len();
+        let out = dir.join(format!("{}-partitioned-out", input.format));
+        let normalize = || normalize_command(binary, threads);
+        let (t, p, peak) = against_plain(&normalize, dir, input, runs, "with --partition-by date", &out, |command| {
+            command.arg(&input.path).args(["--partition-by", "date"])
+        })?;
+        let days = ["requests", "samples", "cache_events"]
+            .iter()
+            .filter_map(|table| fs::read_dir(out.join(table)).ok())
+            .flat_map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        let mut row = vec![input.name.to_owned(), days.to_string()];
+        row.extend(timing_cells(bytes, t, p, peak));
+        table.push(row);
+    }
+    println!();
+    let headers = ["--partition-by date", "days", "MB", "median s", "MB/s", "peak RSS MiB", "plain s", "× plain"];
+    print_table(&headers, table);
+    println!(
+        "days: partition directories of all tables; plain s: the same input unpartitioned, timed in the same rounds"
     );
     Ok(())
 }

@@ -3,9 +3,10 @@
 //! - `codegen [--check]` writes `schemas/` from the schema crate (or checks it is up to date).
 //! - `normalize` normalizes every input under `testdata/` into `target/normalized/<name>/` and prints a summary.
 //! - `fuzz-seed` writes starting corpora for the fuzz targets of `fuzz/` from `testdata/` (see `fuzz.rs`).
-//! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--formats]` times `infertrace normalize` on large generated inputs
-//!   against `wc -l` and the Python baseline of `bench/baseline/`, then the logs compressed and cut into gzip'd parts
-//!   (see `bench.rs`; not part of CI); with `--formats`,
+//! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--threads N] [--formats]` times `infertrace normalize`
+//!   on large generated inputs against `wc -l` and the Python baseline of `bench/baseline/`, then the logs compressed
+//!   and cut into gzip'd parts, and every input with `--partition-by date` (see `bench.rs`; not part of CI); with
+//!   `--formats`,
 //!   on every other line-oriented format, one thread against all (`bench_formats.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -24,7 +25,7 @@ mod bench_formats;
 mod fuzz;
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--formats]>";
+const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--threads N] [--formats]>";
 
 fn main() -> ExitCode {
     match run() {
