@@ -8,6 +8,7 @@ use std::path::Path;
 
 use indicatif::ProgressBar;
 use infertrace::{NormalizeOptions, normalize};
+use infertrace_schema::PartitionKey;
 
 fn run(output: &Path, salt: Option<&str>) -> Vec<(String, Vec<u8>)> {
     let options = NormalizeOptions {
@@ -203,13 +204,19 @@ fn every_thread_count_writes_the_same_bytes() {
         dynamo_kv,
         sglang_gz,
     ]);
-    let run = |threads: usize| {
-        let output = dir.path().join(format!("threads-{threads}"));
-        let options =
-            NormalizeOptions { inputs: inputs.clone(), output: output.clone(), threads, ..Default::default() };
+    let run_partitioned = |threads: usize, partition_by: Option<PartitionKey>| {
+        let output = dir.path().join(format!("threads-{threads}-{partition_by:?}"));
+        let options = NormalizeOptions {
+            inputs: inputs.clone(),
+            output: output.clone(),
+            threads,
+            partition_by,
+            ..Default::default()
+        };
         let report = normalize(&options, &ProgressBar::hidden()).unwrap();
         (report.manifest, common::dataset_files(&output))
     };
+    let run = |threads: usize| run_partitioned(threads, None);
     let (manifest, one) = run(1);
     // The generated inputs are the last eleven; each made rows.
     let generated = &manifest.inputs[manifest.inputs.len() - 11..];
@@ -260,6 +267,18 @@ fn every_thread_count_writes_the_same_bytes() {
         for ((name, a), (_, b)) in one.iter().zip(&other) {
             assert!(a == b, "{name} differs between 1 thread and {threads}");
         }
+    }
+    // Partitioned by instance (KV-event workers, scrape engines and SGLang ranks interleave in these inputs), the
+    // parts are the same bytes too.
+    let (_, one) = run_partitioned(1, Some(PartitionKey::Instance));
+    let (_, five) = run_partitioned(5, Some(PartitionKey::Instance));
+    assert!(one.len() > 3, "{} files", one.len());
+    assert_eq!(
+        one.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+        five.iter().map(|(name, _)| name).collect::<Vec<_>>()
+    );
+    for ((name, a), (_, b)) in one.iter().zip(&five) {
+        assert!(a == b, "{name} differs between 1 thread and 5");
     }
 }
 

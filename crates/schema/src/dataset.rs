@@ -5,7 +5,9 @@
 //! bounded channel to the table's encoding thread, whose Parquet writer flushes a row group every [`ROW_GROUP_ROWS`]
 //! rows, so memory does not grow with the input and encoding overlaps with parsing (same bytes as in one thread).
 //! Rows with long lists (prefix hashes of 30,000-token prompts) end a batch after [`BATCH_LIST_BYTES`] and a row
-//! group after [`ROW_GROUP_BYTES`], so they cannot make memory grow either.
+//! group after [`ROW_GROUP_BYTES`], so they cannot make memory grow either. With a partition key
+//! ([`DatasetWriter::create_partitioned`]) the encoding thread splits the batches into Hive partitions instead of
+//! writing one file (see [`crate::partition`]).
 //! Everything is written into a temporary sibling directory that is renamed into place by [`DatasetWriter::finish`]:
 //! an interrupted run leaves the previous dataset (or nothing), never half of a new one.
 //!

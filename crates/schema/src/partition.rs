@@ -8,13 +8,15 @@
 //! engines read as null. Values are percent-encoded outside `[A-Za-z0-9._-]` (`DP0 TP0` → `DP0%20TP0`).
 //!
 //! The dataset writer partitions each table as it writes it ([`PartitionedTable`]): its encoding thread splits every
-//! record batch by key, so a partitioned run costs about what a plain one does (no table written whole, read back
-//! and written again). A partition's rows wait as Arrow arrays until they make a batch of their own, then go to its
-//! Parquet writer, which closes row groups as a plain table's does. Memory is bounded whatever the number of
-//! partitions and however their rows interleave: the waiting rows of a table's partitions hold at most
+//! record batch by key, so where partitions come one after another (a day after another, a file per instance) a
+//! partitioned run costs about what a plain one does, with no table written whole, read back and written again. A partition's rows wait as Arrow arrays until they make a batch of their own, then go to its
+//! Parquet writer, which closes row groups as a plain table's does. However many partitions there are and however
+//! their rows interleave, the waiting rows of a table's partitions hold at most
 //! [`PARTITIONS_WAITING_BYTES`] (past it, the partition with the most spills them to a zstd'd Arrow IPC file in its
 //! directory, and every later row of it follows them there, to be read back into its writer, in order, at the end),
-//! and their open row groups at most [`PARTITIONS_HELD_BYTES`] (past it, the largest is closed). A part file is open
+//! and their open row groups at most [`PARTITIONS_HELD_BYTES`] (past it, the largest is closed); what grows with
+//! the partitions is each one's writer between row groups (its schema and the metadata of the row groups it closed,
+//! tens of KiB) and, where rows interleave, the spills on disk. A part file is open
 //! only while bytes are appended to it, so thousands of partitions need no more file descriptors than one. Rows
 //! inside a partition are in the order written, and where row groups end depends only on the rows, so the output is
 //! as deterministic as the unpartitioned one. [`read_table`](crate::dataset::read_table) reads the layout back,
@@ -74,7 +76,7 @@ impl PartitionKey {
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 /// Bytes of rows (as Arrow arrays) the partitions of one table keep waiting together at most: past it, the partition
 /// with the most spills them. A partition's rows wait until they make a record batch ([`BATCH_ROWS`] rows or
-/// [`BATCH_LIST_BYTES`] of lists), so that rows of many partitions interleaved (a fleet's instances in one merged
+/// [`BATCH_LIST_BYTES`] of Arrow arrays), so that rows of many partitions interleaved (a fleet's instances in one merged
 /// stream) do not each keep a Parquet writer's row group open: the writer of a `requests` part holds about a
 /// mebibyte before its first page (74,000 bytes of dictionary encoder per integer column).
 pub const PARTITIONS_WAITING_BYTES: usize = 32 << 20;
@@ -137,6 +139,15 @@ struct Part {
 }
 
 impl Part {
+    /// Adds `rows` to those waiting; whether they now make a batch of their own ([`BATCH_ROWS`] rows, or
+    /// [`BATCH_LIST_BYTES`] of Arrow arrays, as long prefix-hash lists make), to be passed on.
+    fn push(&mut self, rows: RecordBatch) -> bool {
+        self.waiting_rows += rows.num_rows();
+        self.waiting_bytes += own_bytes(&rows);
+        self.waiting.push(rows);
+        self.waiting_rows >= BATCH_ROWS || self.waiting_bytes >= BATCH_LIST_BYTES
+    }
+
     /// Hands the waiting rows on: to the writer, or to the spill file once the partition has one (which rows
     /// must then follow, to stay in order).
     fn pass_waiting(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
@@ -147,12 +158,8 @@ impl Part {
     /// compressed as one zstd frame with `compressor` (one context for every spill: a context per column buffer,
     /// as IPC's own compression makes them, cost more than the rows).
     fn spill_waiting(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
-        let path = self.writer.inner().path.with_file_name(SPILL_FILE);
-        let Some(batch) = self.take_waiting()? else {
-            self.spill.get_or_insert(path);
-            return Ok(());
-        };
-        let spill = self.spill.get_or_insert(path);
+        let Some(batch) = self.take_waiting()? else { return Ok(()) };
+        let spill = self.spill.get_or_insert_with(|| self.writer.inner().path.with_file_name(SPILL_FILE));
         let mut stream = StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(arrow_error("spill", spill))?;
         stream.write(&batch).map_err(arrow_error("spill", spill))?;
         let bytes = stream.into_inner().map_err(arrow_error("spill", spill))?;
@@ -180,10 +187,7 @@ impl Part {
         while !file.fill_buf().map_err(io_error("read", &spill))?.is_empty() {
             let stream = StreamReader::try_new(&mut file, None).map_err(arrow_error("read back", &spill))?;
             for batch in stream {
-                let batch = batch.map_err(arrow_error("read back", &spill))?;
-                self.waiting_rows += batch.num_rows();
-                self.waiting.push(batch);
-                if self.waiting_rows >= BATCH_ROWS {
+                if self.push(batch.map_err(arrow_error("read back", &spill))?) {
                     self.write_waiting()?;
                 }
             }
@@ -253,12 +257,9 @@ impl<T: Table> PartitionedTable<T> {
     /// Writes each row of `batch` (of `T`'s schema) to its partition, in order.
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let (names, rows) = split(batch.column(self.column), self.key).map_err(arrow_error("partition", &self.root))?;
-        let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        // Each name once, its rows in order.
+        let whole = names.len() == 1;
         for (name, rows) in names.into_iter().zip(rows) {
-            groups.entry(name).or_default().extend(rows);
-        }
-        let whole = groups.len() == 1;
-        for (name, rows) in groups {
             let rows = if whole {
                 batch.clone()
             } else {
@@ -277,10 +278,7 @@ impl<T: Table> PartitionedTable<T> {
                     slot.insert(Part { writer, waiting: Vec::new(), waiting_rows: 0, waiting_bytes: 0, spill: None })
                 }
             };
-            part.waiting_rows += rows.num_rows();
-            part.waiting_bytes += own_bytes(&rows);
-            part.waiting.push(rows);
-            if part.waiting_rows >= BATCH_ROWS || part.waiting_bytes >= BATCH_LIST_BYTES {
+            if part.push(rows) {
                 part.pass_waiting(&mut self.compressor)?;
             }
         }
@@ -299,16 +297,12 @@ impl<T: Table> PartitionedTable<T> {
     /// compressors' set-up more than its rows (3 M rows of 300 interleaved partitions written so made 18 row groups
     /// a partition, in 16.0 s and 539 MiB; spilled, one each, in 10.7 s and 138 MiB: `docs/performance.md`).
     fn bound(&mut self) -> Result<()> {
-        let mut waiting: usize = self.parts.values().map(|part| part.waiting_bytes).sum();
-        while waiting > self.budget.waiting {
-            let Some(part) = self.parts.values_mut().rev().max_by_key(|part| part.waiting_bytes) else { break };
-            waiting -= part.waiting_bytes;
+        let waiting: usize = self.parts.values().map(|part| part.waiting_bytes).sum();
+        for part in most_first(&mut self.parts, waiting, self.budget.waiting, |part| part.waiting_bytes) {
             part.spill_waiting(&mut self.compressor)?;
         }
-        let mut held: usize = self.parts.values().map(|part| part.writer.memory_size()).sum();
-        while held > self.budget.held {
-            let Some(part) = self.parts.values_mut().rev().max_by_key(|part| part.writer.memory_size()) else { break };
-            held -= part.writer.memory_size();
+        let held: usize = self.parts.values().map(|part| part.writer.memory_size()).sum();
+        for part in most_first(&mut self.parts, held, self.budget.held, |part| part.writer.memory_size()) {
             part.writer.flush().map_err(parquet_error("write", &part.writer.inner().path))?;
         }
         Ok(())
@@ -325,6 +319,31 @@ impl<T: Table> PartitionedTable<T> {
         }
         Ok(())
     }
+}
+
+/// The parts that must give up what `size` counts for the `total` to come within `budget`: those with the most
+/// first (by name among equals), sorted once rather than searched for each (thousands of partitions).
+fn most_first(
+    parts: &mut BTreeMap<String, Part>,
+    mut total: usize,
+    budget: usize,
+    size: impl Fn(&Part) -> usize,
+) -> Vec<&mut Part> {
+    if total <= budget {
+        return Vec::new();
+    }
+    let mut by_size: Vec<(usize, &mut Part)> = parts.values_mut().map(|part| (size(part), part)).collect();
+    // Stable: equal sizes stay in name order.
+    by_size.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
+    let mut chosen = Vec::new();
+    for (size, part) in by_size {
+        if total <= budget || size == 0 {
+            break;
+        }
+        total -= size;
+        chosen.push(part);
+    }
+    chosen
 }
 
 /// The name of a partition's spill file, in its directory until the table is finished.
@@ -422,14 +441,24 @@ fn split(column: &ArrayRef, key: PartitionKey) -> Result<(Vec<String>, Vec<Vec<u
                 // Not the schema's dictionary: named row by row.
                 let text = cast(column, &DataType::Utf8)?;
                 let text = text.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray");
-                let mut groups: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+                // By directory name, which null shares with the text of Hive's null partition.
+                let mut of_value: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+                let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
                 for (row, value) in text.iter().enumerate() {
-                    let next = groups.len();
-                    let group = *groups.entry(value).or_insert(next);
-                    if group == rows.len() {
-                        rows.push(Vec::new());
-                        names.push(directory_name(key, value));
-                    }
+                    let group = match of_value.get(&value) {
+                        Some(&group) => group,
+                        None => {
+                            let name = directory_name(key, value);
+                            let next = by_name.len();
+                            let group = *by_name.entry(name.clone()).or_insert(next);
+                            if group == rows.len() {
+                                rows.push(Vec::new());
+                                names.push(name);
+                            }
+                            of_value.insert(value, group);
+                            group
+                        }
+                    };
                     rows[group].push(index(row));
                 }
                 return Ok((names, rows));
@@ -608,6 +637,13 @@ mod tests {
         assert_eq!(names, ["instance=a", "instance=b%20b", "instance=__HIVE_DEFAULT_PARTITION__", "instance=c"]);
         assert_eq!(rows, [vec![0, 3], vec![1, 4], vec![2, 5], vec![6]]);
 
+        // A column of plain text (not the schema's dictionary) is grouped by directory name too: null and the text of
+        // Hive's null partition are one partition, their rows in order.
+        let text: ArrayRef = Arc::new(StringArray::from(vec![None, Some(NULL_PARTITION), Some("a"), None]));
+        let (names, rows) = split(&text, PartitionKey::Instance).unwrap();
+        assert_eq!(names, ["instance=__HIVE_DEFAULT_PARTITION__", "instance=a"]);
+        assert_eq!(rows, [vec![0, 1, 3], vec![2]]);
+
         // UTC days of nanosecond times: the last nanosecond of 1970-01-01, one before the epoch, none.
         let day = 86_400_000_000_000_i64;
         let mut builder = <CacheEvent as Table>::Builder::default();
@@ -685,6 +721,23 @@ mod tests {
         assert_eq!(held, 0);
         assert!(!spilled);
         assert!(parts == expected);
+    }
+
+    /// A partition that spilled and then gets batches of its own sends them to its spill too, so that its rows stay
+    /// in order, and they come back with it in one row group.
+    #[test]
+    fn rows_after_a_spill_follow_it() {
+        let names: Vec<String> = (0..50).map(|i| format!("i{i:02}")).collect();
+        let interleaved: Vec<_> = (0..8192).map(|row| Some(names[row % 50].as_str())).collect();
+        let mut batches: Vec<_> = (0..4).map(|b| samples(&interleaved, b * 8192)).collect();
+        batches.extend((4..6).map(|b| samples(&[Some("i07"); 8192], b * 8192)));
+        let (waiting, _, spilled, parts) = write_with(Budget { waiting: 64 << 10, held: 256 << 10 }, &batches);
+        assert!(waiting <= 64 << 10, "{waiting} bytes waiting");
+        assert!(spilled);
+        let lines: Vec<u64> =
+            (0..4).flat_map(|b| (b * 8192 + 7..(b + 1) * 8192).step_by(50)).chain(4 * 8192..6 * 8192).collect();
+        let (groups, written) = &parts["instance=i07"];
+        assert!(*groups == 1 && written == &lines, "{groups} row groups; {} rows, not in order", written.len());
     }
 
     /// Two partitions of 4,096 rows a batch make batches of their own, which go to their writers: past 64 KiB of
