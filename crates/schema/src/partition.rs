@@ -9,18 +9,18 @@
 //!
 //! The dataset writer partitions each table as it writes it ([`PartitionedTable`]): its encoding thread splits every
 //! record batch by key, so where partitions come one after another (a day after another, a file per instance) a
-//! partitioned run costs about what a plain one does, with no table written whole, read back and written again. A partition's rows wait as Arrow arrays until they make a batch of their own, then go to its
-//! Parquet writer, which closes row groups as a plain table's does. However many partitions there are and however
-//! their rows interleave, the waiting rows of a table's partitions hold at most
-//! [`PARTITIONS_WAITING_BYTES`] (past it, the partition with the most spills them to a zstd'd Arrow IPC file in its
-//! directory, and every later row of it follows them there, to be read back into its writer, in order, at the end),
-//! and their open row groups at most [`PARTITIONS_HELD_BYTES`] (past it, the largest is closed); what grows with
-//! the partitions is each one's writer between row groups (its schema and the metadata of the row groups it closed,
-//! tens of KiB) and, where rows interleave, the spills on disk. A part file is open
-//! only while bytes are appended to it, so thousands of partitions need no more file descriptors than one. Rows
-//! inside a partition are in the order written, and where row groups end depends only on the rows, so the output is
-//! as deterministic as the unpartitioned one. [`read_table`](crate::dataset::read_table) reads the layout back,
-//! restoring the key column, so every infertrace command reads a partitioned dataset like any other.
+//! partitioned run costs about what a plain one does, with no table written whole, read back and written again. A
+//! partition's rows wait as Arrow arrays until they make a batch of their own, then go to its Parquet writer, which
+//! closes row groups as a plain table's does. However many partitions there are and however their rows interleave,
+//! the waiting rows of a table's partitions hold at most [`PARTITIONS_WAITING_BYTES`] (past it, the partition with
+//! the most spills them to a zstd'd Arrow IPC file in its directory, and every later row of it follows them there, to
+//! be read back into its writer, in order, at the end), and their open row groups at most [`PARTITIONS_HELD_BYTES`]
+//! (past it, the largest is closed); what grows with the partitions is each one's writer between row groups (its
+//! schema and the metadata of the row groups it closed, tens of KiB) and, where rows interleave, the spills on disk.
+//! A part file is open only while bytes are appended to it, so thousands of partitions need no more file descriptors
+//! than one. Rows inside a partition are in the order written, and where row groups end depends only on the rows, so
+//! the output is as deterministic as the unpartitioned one. [`read_table`](crate::dataset::read_table) reads the
+//! layout back, restoring the key column, so every infertrace command reads a partitioned dataset like any other.
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
@@ -76,8 +76,8 @@ impl PartitionKey {
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 /// Bytes of rows (as Arrow arrays) the partitions of one table keep waiting together at most: past it, the partition
 /// with the most spills them. A partition's rows wait until they make a record batch ([`BATCH_ROWS`] rows or
-/// [`BATCH_LIST_BYTES`] of Arrow arrays), so that rows of many partitions interleaved (a fleet's instances in one merged
-/// stream) do not each keep a Parquet writer's row group open: the writer of a `requests` part holds about a
+/// [`BATCH_LIST_BYTES`] of Arrow arrays), so that rows of many partitions interleaved (a fleet's instances in one
+/// merged stream) do not each keep a Parquet writer's row group open: the writer of a `requests` part holds about a
 /// mebibyte before its first page (74,000 bytes of dictionary encoder per integer column).
 pub const PARTITIONS_WAITING_BYTES: usize = 32 << 20;
 
@@ -349,8 +349,8 @@ fn most_first(
 /// The name of a partition's spill file, in its directory until the table is finished.
 const SPILL_FILE: &str = ".spill.arrows";
 
-/// A part file that is open only while bytes are written to it: what the Parquet writer writes (a row group's
-/// column chunks when it closes one, the footer at the end) is kept here until [`write_out`](Self::write_out), or until a
+/// A part file that is open only while bytes are written to it: what the Parquet writer writes (a row group's column
+/// chunks when it closes one, the footer at the end) is kept here until [`write_out`](Self::write_out), or until a
 /// mebibyte is pending, and then appended.
 struct PartFile {
     path: PathBuf,
