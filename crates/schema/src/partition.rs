@@ -175,11 +175,9 @@ impl Part {
     /// Writes what was spilled, and then what waits (spilled too, to keep the order), to the part's writer, and
     /// removes the spill file.
     fn unspill(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
-        if self.spill.is_none() {
-            return Ok(());
-        }
+        let Some(spill) = self.spill.clone() else { return Ok(()) };
         self.spill_waiting(compressor)?;
-        let Some(spill) = self.spill.take() else { return Ok(()) };
+        self.spill = None;
         let file = File::open(&spill).map_err(io_error("open", &spill))?;
         // The frames one after another, each an IPC stream.
         let mut file = io::BufReader::new(zstd::stream::read::Decoder::new(file).map_err(io_error("read", &spill))?);
@@ -437,32 +435,10 @@ fn split(column: &ArrayRef, key: PartitionKey) -> Result<(Vec<String>, Vec<Vec<u
             }
         }
         PartitionKey::Source | PartitionKey::Instance => {
-            let Some(dictionary) = column.as_any().downcast_ref::<DictionaryArray<Int32Type>>() else {
-                // Not the schema's dictionary: named row by row.
-                let text = cast(column, &DataType::Utf8)?;
-                let text = text.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray");
-                // By directory name, which null shares with the text of Hive's null partition.
-                let mut of_value: BTreeMap<Option<&str>, usize> = BTreeMap::new();
-                let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
-                for (row, value) in text.iter().enumerate() {
-                    let group = match of_value.get(&value) {
-                        Some(&group) => group,
-                        None => {
-                            let name = directory_name(key, value);
-                            let next = by_name.len();
-                            let group = *by_name.entry(name.clone()).or_insert(next);
-                            if group == rows.len() {
-                                rows.push(Vec::new());
-                                names.push(name);
-                            }
-                            of_value.insert(value, group);
-                            group
-                        }
-                    };
-                    rows[group].push(index(row));
-                }
-                return Ok((names, rows));
-            };
+            // The schema's type for both (`kind.rs`); the batches come from its builders.
+            let dictionary = column.as_any().downcast_ref::<DictionaryArray<Int32Type>>().ok_or_else(|| {
+                arrow::error::ArrowError::SchemaError(format!("a partition key of type {}", column.data_type()))
+            })?;
             let values = cast(dictionary.values(), &DataType::Utf8)?;
             let values = values.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray");
             // The group of each dictionary value, and of null; equal values (a dictionary may repeat one) share it.
@@ -636,13 +612,6 @@ mod tests {
         let (names, rows) = split(batch.column_by_name(sample::INSTANCE).unwrap(), PartitionKey::Instance).unwrap();
         assert_eq!(names, ["instance=a", "instance=b%20b", "instance=__HIVE_DEFAULT_PARTITION__", "instance=c"]);
         assert_eq!(rows, [vec![0, 3], vec![1, 4], vec![2, 5], vec![6]]);
-
-        // A column of plain text (not the schema's dictionary) is grouped by directory name too: null and the text of
-        // Hive's null partition are one partition, their rows in order.
-        let text: ArrayRef = Arc::new(StringArray::from(vec![None, Some(NULL_PARTITION), Some("a"), None]));
-        let (names, rows) = split(&text, PartitionKey::Instance).unwrap();
-        assert_eq!(names, ["instance=__HIVE_DEFAULT_PARTITION__", "instance=a"]);
-        assert_eq!(rows, [vec![0, 1, 3], vec![2]]);
 
         // UTC days of nanosecond times: the last nanosecond of 1970-01-01, one before the epoch, none.
         let day = 86_400_000_000_000_i64;
