@@ -10,20 +10,22 @@
 //! The dataset writer partitions each table as it writes it ([`PartitionedTable`]): its encoding thread splits every
 //! record batch by key, so where partitions come one after another (a day after another, a file per instance) a
 //! partitioned run costs about what a plain one does, with no table written whole, read back and written again. A
-//! partition's rows wait as Arrow arrays until they make a batch of their own, then go to its Parquet writer, which
-//! closes row groups as a plain table's does. However many partitions there are and however their rows interleave,
-//! the waiting rows of a table's partitions hold at most [`PARTITIONS_WAITING_BYTES`] (past it, the partition with
-//! the most spills them to a zstd'd Arrow IPC file in its directory, and every later row of it follows them there, to
-//! be read back into its writer, in order, at the end), and their open row groups at most [`PARTITIONS_HELD_BYTES`]
-//! (past it, the largest is closed); what grows with the partitions is each one's writer between row groups (its
-//! schema and the metadata of the row groups it closed, tens of KiB) and, where rows interleave, the spills on disk.
+//! batch is kept whole while rows of it wait for their partitions, each partition noting which rows are its own, and
+//! a partition's rows are copied once, into a batch of their own, when they make one (then they go to its Parquet
+//! writer, which closes row groups as a plain table's does). However many partitions there are and however their
+//! rows interleave, the batches kept for a table's partitions hold at most [`PARTITIONS_WAITING_BYTES`] (past it, the
+//! oldest is let go: the partitions with rows in it spill them to a zstd'd Arrow IPC file in their directory, and
+//! every later row of theirs follows them there, to be read back into its writer, in order, at the end), and their
+//! open row groups at most [`PARTITIONS_HELD_BYTES`] (past it, the largest is closed); what grows with the
+//! partitions is each one's writer between row groups (its schema and the metadata of the row groups it closed, tens
+//! of KiB) and, where rows interleave, the spills on disk.
 //! A part file is open only while bytes are appended to it, so thousands of partitions need no more file descriptors
 //! than one. Rows inside a partition are in the order written, and where row groups end depends only on the rows, so
 //! the output is as deterministic as the unpartitioned one. [`read_table`](crate::dataset::read_table) reads the
 //! layout back, restoring the key column, so every infertrace command reads a partitioned dataset like any other.
 
-use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead as _, Write};
 use std::marker::PhantomData;
@@ -34,8 +36,8 @@ use arrow::array::{
     Array, ArrayRef, AsArray, Date32Array, DictionaryArray, Int64Array, RecordBatch, StringArray, UInt32Array,
     new_null_array,
 };
-use arrow::compute::{cast, concat_batches, take_record_batch};
-use arrow::datatypes::{DataType, Int32Type, Schema};
+use arrow::compute::{cast, concat_batches, interleave, take_record_batch};
+use arrow::datatypes::{DataType, Int32Type, Schema, SchemaRef};
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
 use parquet::arrow::ArrowWriter;
@@ -74,8 +76,9 @@ impl PartitionKey {
 
 /// The directory name of rows without a value, as Hive writes it.
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
-/// Bytes of rows (as Arrow arrays) the partitions of one table keep waiting together at most: past it, the partition
-/// with the most spills them. A partition's rows wait until they make a record batch ([`BATCH_ROWS`] rows or
+/// Bytes the record batches kept for the waiting rows of one table's partitions hold together at most (as Arrow
+/// arrays, with 8 bytes a waiting row): past it, the oldest is let go, its waiting rows spilled (or copied out, when
+/// at most half its rows wait). A partition's rows wait until they make a record batch ([`BATCH_ROWS`] rows or
 /// [`BATCH_LIST_BYTES`] of Arrow arrays), so that rows of many partitions interleaved (a fleet's instances in one
 /// merged stream) do not each keep a Parquet writer's row group open: the writer of a `requests` part holds about a
 /// mebibyte before its first page (74,000 bytes of dictionary encoder per integer column).
@@ -113,6 +116,8 @@ pub(crate) struct PartitionedTable<T: Table> {
     keep: Vec<usize>,
     /// By directory name, so that they are finished in key order.
     parts: BTreeMap<String, Part>,
+    /// The batches whose rows wait for their partitions.
+    stage: Stage,
     /// What waiting rows and open row groups may hold: [`PARTITIONS_WAITING_BYTES`] and [`PARTITIONS_HELD_BYTES`]
     /// but in tests.
     budget: Budget,
@@ -127,11 +132,175 @@ struct Budget {
     held: usize,
 }
 
-/// One partition: its writer, the rows waiting for it, and where they went when they could not wait.
+/// A waiting row: the number of its batch in the [`Stage`], and its row there.
+type Waiting = (u32, u32);
+
+/// A kept batch of which at most one row in `SPARSE` still waits is let go, its waiting rows copied
+/// ([`PartitionedTable::compact_sparse`]).
+const SPARSE: usize = 4;
+
+/// Runs of neighbouring rows at least this long on average are copied a run at a time ([`Stage::take`]); shorter,
+/// a row at a time.
+const LONG_RUN: usize = 32;
+
+/// Bytes a waiting row costs besides its batch: its [`Waiting`].
+const WAITING_ROW_BYTES: usize = std::mem::size_of::<Waiting>();
+
+/// The record batches (as the partitions keep them: without the key column of `source` or `instance`) whose rows wait
+/// for their partitions, each kept whole until none of its rows waits. A row is copied once, when its partition takes
+/// its rows as one batch ([`take`](Self::take)): not into a batch of its partition's rows of each batch that comes
+/// and again when they are joined, as the rows of hundreds of interleaved partitions, a few dozen of each batch, made
+/// the arrays' fixed costs (an allocation per buffer and column) most of a partitioned run's time.
+#[derive(Default)]
+struct Stage {
+    /// Batch number `first + i` at `i`; `None` once none of its rows waits.
+    batches: VecDeque<Option<Staged>>,
+    first: u32,
+    /// Bytes of the batches kept and of the [`Waiting`] of their waiting rows.
+    bytes: usize,
+}
+
+struct Staged {
+    batch: RecordBatch,
+    /// Its rows that wait.
+    waiting: usize,
+    /// What it holds as far as it is its own ([`own_bytes`]).
+    bytes: usize,
+}
+
+impl Stage {
+    /// The number the next batch kept gets.
+    fn end(&self) -> u32 {
+        self.first + u32::try_from(self.batches.len()).expect("fewer than 2^32 batches wait")
+    }
+
+    /// Keeps `batch`, all of whose rows wait; its number and [`own_bytes`].
+    fn push(&mut self, batch: RecordBatch) -> (u32, usize) {
+        let id = self.end();
+        let bytes = own_bytes(&batch);
+        self.bytes += bytes + batch.num_rows() * WAITING_ROW_BYTES;
+        self.batches.push_back(Some(Staged { waiting: batch.num_rows(), batch, bytes }));
+        (id, bytes)
+    }
+
+    /// Batch number `id`, unless it is not kept (all its rows passed on, or a number to come).
+    fn get(&self, id: u32) -> Option<&Staged> {
+        let i = usize::try_from(id.checked_sub(self.first)?).ok()?;
+        self.batches.get(i)?.as_ref()
+    }
+
+    /// The oldest batch kept: its number, rows and waiting rows.
+    fn oldest(&self) -> Option<(u32, usize, usize)> {
+        let staged = self.batches.front()?.as_ref().expect("the oldest batch kept has waiting rows");
+        Some((self.first, staged.batch.num_rows(), staged.waiting))
+    }
+
+    /// The rows `rows` (in order, each waiting) as one batch; they no longer wait, and a batch none of whose rows
+    /// waits is dropped. Rows that come in long runs of neighbours (a day's, a file's) are copied a run at a time,
+    /// rows scattered among others' (interleaved partitions) one at a time.
+    fn take(&mut self, rows: &[Waiting]) -> Result<RecordBatch, arrow::error::ArrowError> {
+        let index = |id: u32| usize::try_from(id - self.first).expect("a batch number fits a usize");
+        let at = |row: u32| usize::try_from(row).expect("a row number fits a usize");
+        // Runs of neighbouring rows of one batch: its number, first row and length.
+        let mut runs: Vec<(u32, usize, usize)> = Vec::new();
+        for &(id, row) in rows {
+            match runs.last_mut() {
+                Some((last, first, len)) if *last == id && *first + *len == at(row) => *len += 1,
+                _ => runs.push((id, at(row), 1)),
+            }
+        }
+        let staged = |id: u32| &self.batches[index(id)].as_ref().expect("a waiting row's batch is kept").batch;
+        let batch = match runs[..] {
+            // All of one batch's rows, as a partition's rows are: the batch itself.
+            [(id, 0, len)] if len == staged(id).num_rows() => staged(id).clone(),
+            // Part of one batch: copied, not sliced, as a slice would keep the whole batch.
+            [(id, first, len)] => {
+                let end = u32::try_from(first + len).expect("a batch has fewer than 2^32 rows");
+                take_record_batch(staged(id), &UInt32Array::from_iter_values(rows[0].1..end))?
+            }
+            _ if runs.len() * LONG_RUN <= rows.len() => {
+                let slices: Vec<RecordBatch> =
+                    runs.iter().map(|&(id, first, len)| staged(id).slice(first, len)).collect();
+                concat_batches(&slices[0].schema(), &slices)?
+            }
+            _ => {
+                // Each batch once, in order.
+                let mut batches: Vec<&RecordBatch> = Vec::new();
+                let mut ids: Vec<u32> = Vec::new();
+                let mut indices = Vec::with_capacity(rows.len());
+                for &(id, row) in rows {
+                    if ids.last() != Some(&id) {
+                        ids.push(id);
+                        batches.push(staged(id));
+                    }
+                    indices.push((batches.len() - 1, at(row)));
+                }
+                interleave_columns(&batches, &indices)?
+            }
+        };
+        for (id, _, count) in runs {
+            let i = index(id);
+            let staged = self.batches[i].as_mut().expect("a waiting row's batch is kept");
+            staged.waiting -= count;
+            self.bytes -= count * WAITING_ROW_BYTES;
+            if staged.waiting == 0 {
+                self.bytes -= staged.bytes;
+                self.batches[i] = None;
+            }
+        }
+        while let Some(None) = self.batches.front() {
+            self.batches.pop_front();
+            self.first += 1;
+        }
+        Ok(batch)
+    }
+}
+
+/// The rows `indices` (batch, row) of `batches` (of one schema) as one batch, as [`arrow::compute::interleave_record_batch`] makes
+/// it, but a column that is null in every batch (most columns of a trace that fills a few) made null at once rather
+/// than row by row.
+fn interleave_columns(
+    batches: &[&RecordBatch],
+    indices: &[(usize, usize)],
+) -> Result<RecordBatch, arrow::error::ArrowError> {
+    let schema = batches[0].schema();
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, field)| {
+            let arrays: Vec<&dyn Array> = batches.iter().map(|batch| batch.column(i).as_ref()).collect();
+            if arrays.iter().all(|array| array.null_count() == array.len()) {
+                Ok(new_null_array(field.data_type(), indices.len()))
+            } else {
+                interleave(&arrays, indices)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(schema, columns)
+}
+
+/// `batch`, read back from a spill, with the columns of `schema` it leaves out (all null) put back.
+fn with_nulls(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, arrow::error::ArrowError> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| match batch.column_by_name(field.name()) {
+            Some(column) => column.clone(),
+            None => new_null_array(field.data_type(), batch.num_rows()),
+        })
+        .collect();
+    RecordBatch::try_new(schema.clone(), columns)
+}
+
+/// One partition: its writer, its waiting rows, and where they went when they could not wait.
 struct Part {
     writer: ArrowWriter<PartFile>,
-    waiting: Vec<RecordBatch>,
-    waiting_rows: usize,
+    /// The schema of its files' rows.
+    schema: SchemaRef,
+    /// Its waiting rows, in order (so in the order of their batches' numbers).
+    waiting: Vec<Waiting>,
+    /// What they hold as Arrow arrays, about: each batch's bytes shared out equally by its rows.
     waiting_bytes: usize,
     /// Once rows of this partition had to leave memory before the end, the file they and every later row go to
     /// (Arrow IPC streams, zstd-compressed), read back into the part's writer by [`PartitionedTable::finish`].
@@ -139,27 +308,53 @@ struct Part {
 }
 
 impl Part {
-    /// Adds `rows` to those waiting; whether they now make a batch of their own ([`BATCH_ROWS`] rows, or
-    /// [`BATCH_LIST_BYTES`] of Arrow arrays, as long prefix-hash lists make), to be passed on.
-    fn push(&mut self, rows: RecordBatch) -> bool {
-        self.waiting_rows += rows.num_rows();
-        self.waiting_bytes += own_bytes(&rows);
-        self.waiting.push(rows);
-        self.waiting_rows >= BATCH_ROWS || self.waiting_bytes >= BATCH_LIST_BYTES
+    /// Whether the waiting rows make a batch of their own ([`BATCH_ROWS`] rows, or [`BATCH_LIST_BYTES`] of Arrow
+    /// arrays, as long prefix-hash lists make), to be passed on.
+    fn full(&self) -> bool {
+        self.waiting.len() >= BATCH_ROWS || self.waiting_bytes >= BATCH_LIST_BYTES
     }
 
     /// Hands the waiting rows on: to the writer, or to the spill file once the partition has one (which rows
     /// must then follow, to stay in order).
-    fn pass_waiting(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
-        if self.spill.is_some() { self.spill_waiting(compressor) } else { self.write_waiting() }
+    fn pass_waiting(&mut self, stage: &mut Stage, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
+        match self.take_waiting(stage)? {
+            Some(batch) if self.spill.is_some() => self.spill(&batch, compressor),
+            Some(batch) => self.write(&batch),
+            None => Ok(()),
+        }
     }
 
-    /// Appends the waiting rows to the partition's spill file (made on the first call): one Arrow IPC stream,
-    /// compressed as one zstd frame with `compressor` (one context for every spill: a context per column buffer,
-    /// as IPC's own compression makes them, cost more than the rows).
-    fn spill_waiting(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
-        let Some(batch) = self.take_waiting()? else { return Ok(()) };
+    /// Whether rows of batch number `id` wait for this partition.
+    fn holds(&self, id: u32) -> bool {
+        let at = self.waiting.partition_point(|w| w.0 < id);
+        self.waiting.get(at).is_some_and(|w| w.0 == id)
+    }
+
+    /// Copies the waiting rows into a batch of their own, kept in `stage`: what else their batches held can go.
+    fn compact(&mut self, stage: &mut Stage) -> Result<()> {
+        if let Some(batch) = self.take_waiting(stage)? {
+            let rows = u32::try_from(batch.num_rows()).expect("a batch has fewer than 2^32 rows");
+            let (id, bytes) = stage.push(batch);
+            self.waiting.extend((0..rows).map(|row| (id, row)));
+            self.waiting_bytes = bytes;
+        }
+        Ok(())
+    }
+
+    /// Appends `batch` to the partition's spill file (made on the first call): one Arrow IPC stream, compressed as
+    /// one zstd frame with `compressor` (one context for every spill: a context per column buffer, as IPC's own
+    /// compression makes them, cost more than the rows).
+    /// A column null in every row is left out of the stream (most columns of a trace that fills a few), its own
+    /// schema saying which are in it.
+    fn spill(&mut self, batch: &RecordBatch, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
         let spill = self.spill.get_or_insert_with(|| self.writer.inner().path.with_file_name(SPILL_FILE));
+        let mut some: Vec<usize> =
+            batch.columns().iter().enumerate().filter(|(_, c)| c.null_count() < c.len()).map(|(i, _)| i).collect();
+        if some.is_empty() {
+            // A stream keeps its rows' count in its columns' lengths.
+            some.push(0);
+        }
+        let batch = batch.project(&some).map_err(arrow_error("spill", spill))?;
         let mut stream = StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(arrow_error("spill", spill))?;
         stream.write(&batch).map_err(arrow_error("spill", spill))?;
         let bytes = stream.into_inner().map_err(arrow_error("spill", spill))?;
@@ -172,58 +367,80 @@ impl Part {
             .map_err(io_error("write", spill))
     }
 
-    /// Writes what was spilled, and then what waits (spilled too, to keep the order), to the part's writer, and
-    /// removes the spill file.
-    fn unspill(&mut self, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
+    /// Spills the waiting rows.
+    fn spill_waiting(&mut self, stage: &mut Stage, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
+        match self.take_waiting(stage)? {
+            Some(batch) => self.spill(&batch, compressor),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes what was spilled, and then what waits (spilled too, to keep the order), to the part's writer, joined
+    /// into batches as the waiting rows are, and removes the spill file.
+    fn unspill(&mut self, stage: &mut Stage, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
         let Some(spill) = self.spill.clone() else { return Ok(()) };
-        self.spill_waiting(compressor)?;
+        self.spill_waiting(stage, compressor)?;
         self.spill = None;
         let file = File::open(&spill).map_err(io_error("open", &spill))?;
         // The frames one after another, each an IPC stream.
         let mut file = io::BufReader::new(zstd::stream::read::Decoder::new(file).map_err(io_error("read", &spill))?);
+        let mut batches: Vec<RecordBatch> = Vec::new();
+        let (mut rows, mut bytes) = (0, 0);
         // One stream after another, until the file's end.
         while !file.fill_buf().map_err(io_error("read", &spill))?.is_empty() {
             let stream = StreamReader::try_new(&mut file, None).map_err(arrow_error("read back", &spill))?;
             for batch in stream {
-                if self.push(batch.map_err(arrow_error("read back", &spill))?) {
-                    self.write_waiting()?;
+                let batch = batch.map_err(arrow_error("read back", &spill))?;
+                let batch = with_nulls(&batch, &self.schema).map_err(arrow_error("read back", &spill))?;
+                rows += batch.num_rows();
+                bytes += own_bytes(&batch);
+                batches.push(batch);
+                if rows >= BATCH_ROWS || bytes >= BATCH_LIST_BYTES {
+                    self.write_joined(&mut batches, &spill)?;
+                    (rows, bytes) = (0, 0);
                 }
             }
         }
-        self.write_waiting()?;
+        self.write_joined(&mut batches, &spill)?;
         fs::remove_file(&spill).map_err(io_error("remove", &spill))
     }
 
-    /// Hands the waiting rows to the writer, closing its row group by size as a plain table's.
-    fn write_waiting(&mut self) -> Result<()> {
-        if let Some(batch) = self.take_waiting()? {
-            let writer = &mut self.writer;
-            let written = writer
-                .write(&batch)
-                .and_then(|()| if writer.in_progress_size() > ROW_GROUP_BYTES { writer.flush() } else { Ok(()) });
-            written.map_err(|e| parquet_error("write", &self.writer.inner().path)(e))?;
-        }
-        Ok(())
+    /// Writes `batches`, read back from `spill`, as one.
+    fn write_joined(&mut self, batches: &mut Vec<RecordBatch>, spill: &Path) -> Result<()> {
+        let batch = match batches.len() {
+            0 => return Ok(()),
+            1 => batches.pop().expect("one batch"),
+            _ => concat_batches(&batches[0].schema(), batches.iter()).map_err(arrow_error("read back", spill))?,
+        };
+        batches.clear();
+        self.write(&batch)
+    }
+
+    /// Hands `batch` to the writer, closing its row group by size as a plain table's.
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let writer = &mut self.writer;
+        let written = writer
+            .write(batch)
+            .and_then(|()| if writer.in_progress_size() > ROW_GROUP_BYTES { writer.flush() } else { Ok(()) });
+        written.map_err(|e| parquet_error("write", &self.writer.inner().path)(e))
     }
 
     /// The waiting rows as one batch (the writers' cost is largely per batch, and a partition of many gets a few
     /// rows from each), or `None` when none wait.
-    fn take_waiting(&mut self) -> Result<Option<RecordBatch>> {
-        let batch = match self.waiting.len() {
-            0 => return Ok(None),
-            1 => self.waiting.pop().expect("one batch"),
-            _ => concat_batches(&self.waiting[0].schema(), &self.waiting)
-                .map_err(arrow_error("join the rows of", &self.writer.inner().path))?,
-        };
-        self.waiting.clear();
-        self.waiting_rows = 0;
+    fn take_waiting(&mut self, stage: &mut Stage) -> Result<Option<RecordBatch>> {
+        if self.waiting.is_empty() {
+            return Ok(None);
+        }
+        let batch = stage.take(&self.waiting).map_err(arrow_error("join the rows of", &self.writer.inner().path))?;
+        // Freed, not cleared: hundreds of partitions each keeping room for a batch's rows add up.
+        self.waiting = Vec::new();
         self.waiting_bytes = 0;
         Ok(Some(batch))
     }
 }
 
 /// Bytes `batch` holds as far as it is its own: a dictionary column counts its keys, not its values, which the
-/// parts of one batch share.
+/// batches of one table share.
 fn own_bytes(batch: &RecordBatch) -> usize {
     batch
         .columns()
@@ -249,21 +466,22 @@ impl<T: Table> PartitionedTable<T> {
         let column = schema.index_of(name).expect("every table has the key columns");
         let keep = (0..schema.fields().len()).filter(|&i| key == PartitionKey::Date || i != column).collect();
         let compressor = zstd::bulk::Compressor::new(1).map_err(io_error("start the compressor of", &root))?;
-        Ok(Self { root, key, column, keep, parts: BTreeMap::new(), budget, compressor, table: PhantomData })
+        let stage = Stage::default();
+        Ok(Self { root, key, column, keep, parts: BTreeMap::new(), stage, budget, compressor, table: PhantomData })
     }
 
     /// Writes each row of `batch` (of `T`'s schema) to its partition, in order.
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
         let (names, rows) = split(batch.column(self.column), self.key).map_err(arrow_error("partition", &self.root))?;
+        let batch = batch.project(&self.keep).map_err(arrow_error("split", &self.root))?;
+        let schema = batch.schema();
+        let total = batch.num_rows();
+        let (id, bytes) = self.stage.push(batch);
         // Each name once, its rows in order.
-        let whole = names.len() == 1;
         for (name, rows) in names.into_iter().zip(rows) {
-            let rows = if whole {
-                batch.clone()
-            } else {
-                take_record_batch(batch, &UInt32Array::from(rows)).map_err(arrow_error("split", &self.root))?
-            };
-            let rows = rows.project(&self.keep).map_err(arrow_error("split", &self.root))?;
             let part = match self.parts.entry(name) {
                 Entry::Occupied(part) => part.into_mut(),
                 Entry::Vacant(slot) => {
@@ -271,15 +489,24 @@ impl<T: Table> PartitionedTable<T> {
                     fs::create_dir(&directory).map_err(io_error("create", &directory))?;
                     let path = directory.join("part-0.parquet");
                     let file = PartFile::create(path.clone()).map_err(io_error("create", &path))?;
-                    let writer = ArrowWriter::try_new(file, rows.schema(), Some(writer_properties::<T>()))
+                    let writer = ArrowWriter::try_new(file, schema.clone(), Some(writer_properties::<T>()))
                         .map_err(parquet_error("create", &path))?;
-                    slot.insert(Part { writer, waiting: Vec::new(), waiting_rows: 0, waiting_bytes: 0, spill: None })
+                    slot.insert(Part {
+                        writer,
+                        schema: schema.clone(),
+                        waiting: Vec::new(),
+                        waiting_bytes: 0,
+                        spill: None,
+                    })
                 }
             };
-            if part.push(rows) {
-                part.pass_waiting(&mut self.compressor)?;
+            part.waiting_bytes += bytes * rows.len() / total;
+            part.waiting.extend(rows.into_iter().map(|row| (id, row)));
+            if part.full() {
+                part.pass_waiting(&mut self.stage, &mut self.compressor)?;
             }
         }
+        self.compact_sparse()?;
         self.bound()?;
         for part in self.parts.values_mut() {
             let file = part.writer.inner_mut();
@@ -288,16 +515,43 @@ impl<T: Table> PartitionedTable<T> {
         Ok(())
     }
 
-    /// Keeps the waiting rows, then the open row groups, within the budget: the partition with the most (the first
-    /// by name of those with as much) spills its rows, or closes its row group. Spilled rather than written: with
-    /// the rows of many partitions interleaved, what each partition has waiting when the budget runs out is a few
-    /// hundred rows, and a row group of that size costs its metadata (held until the file ends) and the
+    /// Lets go of each batch at most a quarter of whose rows still wait (a day's last rows, the rest of the batch
+    /// passed on with the next day's), the partitions with rows in it copying their waiting rows into batches of
+    /// their own: else a partition whose rows stop coming keeps whole batches for a few of their rows to the end.
+    fn compact_sparse(&mut self) -> Result<()> {
+        let mut id = self.stage.first;
+        while id < self.stage.end() {
+            if self.stage.get(id).is_some_and(|staged| staged.waiting * SPARSE <= staged.batch.num_rows()) {
+                for part in self.parts.values_mut().filter(|part| part.holds(id)) {
+                    part.compact(&mut self.stage)?;
+                }
+            }
+            id = self.stage.first.max(id + 1);
+        }
+        Ok(())
+    }
+
+    /// Keeps the waiting rows, then the open row groups, within the budget. While the batches of the waiting rows
+    /// hold too much, the oldest is let go: when at most half its rows still wait, the partitions they are of copy
+    /// their waiting rows into batches of their own (a day's last rows, a file's); else, as where the rows of many
+    /// partitions interleave, they spill them. Spilled rather than written: what each partition has waiting then is
+    /// a few hundred rows, and a row group of that size costs its metadata (held until the file ends) and the
     /// compressors' set-up more than its rows (3 M rows of 300 interleaved partitions written so made 18 row groups
-    /// a partition, in 16.0 s and 539 MiB; spilled, one each, in 10.7 s and 138 MiB: `docs/performance.md`).
+    /// a partition, in 16.0 s and 539 MiB; spilled, one each, in 10.7 s and 138 MiB: `docs/performance.md`). Past
+    /// the budget of open row groups, the partition holding the most (the first by name of those with as much)
+    /// closes its row group.
     fn bound(&mut self) -> Result<()> {
-        let waiting: usize = self.parts.values().map(|part| part.waiting_bytes).sum();
-        for part in most_first(&mut self.parts, waiting, self.budget.waiting, |part| part.waiting_bytes) {
-            part.spill_waiting(&mut self.compressor)?;
+        while self.stage.bytes > self.budget.waiting {
+            let Some((oldest, rows, waiting)) = self.stage.oldest() else { break };
+            // A partition with rows of the oldest batch has them first.
+            for part in self.parts.values_mut().filter(|part| part.waiting.first().is_some_and(|w| w.0 == oldest)) {
+                if waiting * 2 <= rows {
+                    part.compact(&mut self.stage)?;
+                } else {
+                    part.spill_waiting(&mut self.stage, &mut self.compressor)?;
+                }
+            }
+            assert!(self.stage.first > oldest, "the oldest batch kept had waiting rows of no partition");
         }
         let held: usize = self.parts.values().map(|part| part.writer.memory_size()).sum();
         for part in most_first(&mut self.parts, held, self.budget.held, |part| part.writer.memory_size()) {
@@ -309,8 +563,8 @@ impl<T: Table> PartitionedTable<T> {
     /// Writes every partition's waiting rows, last row group and footer, in key order, and syncs its file.
     pub(crate) fn finish(mut self) -> Result<()> {
         for mut part in std::mem::take(&mut self.parts).into_values() {
-            part.unspill(&mut self.compressor)?;
-            part.write_waiting()?;
+            part.unspill(&mut self.stage, &mut self.compressor)?;
+            part.pass_waiting(&mut self.stage, &mut self.compressor)?;
             let path = part.writer.inner().path.clone();
             let file = part.writer.into_inner().map_err(parquet_error("finish", &path))?;
             file.finish().map_err(io_error("write", &path))?;
@@ -591,6 +845,11 @@ mod tests {
 
     /// Samples of `instances`, from line `first` on.
     fn samples(instances: &[Option<&str>], first: u64) -> RecordBatch {
+        samples_of(instances, first, None)
+    }
+
+    /// Samples of `instances`, from line `first` on, of input `file`.
+    fn samples_of(instances: &[Option<&str>], first: u64, file: Option<&str>) -> RecordBatch {
         let mut builder = <EngineSample as Table>::Builder::default();
         for (line, instance) in (first..).zip(instances) {
             builder.append(&EngineSample {
@@ -599,7 +858,7 @@ mod tests {
                 instance: instance.map(Into::into),
                 metric: "kv_cache_usage".into(),
                 value: 0.5,
-                source_file: None,
+                source_file: file.map(Into::into),
                 source_line: Some(line),
             });
         }
@@ -625,21 +884,26 @@ mod tests {
         assert_eq!(rows, [vec![0, 1, 5], vec![2], vec![3], vec![4]]);
     }
 
-    /// Each part's row groups and `source_line`s, by directory.
-    type Parts = BTreeMap<String, (usize, Vec<u64>)>;
+    /// Each part's row groups and rows, by directory.
+    type Parts = BTreeMap<String, (usize, Vec<EngineSample>)>;
 
-    /// What [`PartitionedTable`] kept at most while `batches` were written with `budget`: bytes waiting, bytes of
-    /// open row groups, whether a partition spilled; then the parts.
-    fn write_with(budget: Budget, batches: &[RecordBatch]) -> (usize, usize, bool, Parts) {
+    /// What [`PartitionedTable`] kept at most after each of `batches` was written with `budget`: bytes waiting
+    /// (batches kept and their waiting rows), bytes of open row groups, whether a partition spilled, and how many
+    /// rows of the batches kept did not wait; then the parts.
+    fn write_with(budget: Budget, batches: &[RecordBatch]) -> (usize, usize, bool, usize, Parts) {
         let dir = tempfile::tempdir().unwrap();
         let mut table =
             PartitionedTable::<EngineSample>::with_budget(dir.path(), PartitionKey::Instance, budget).unwrap();
-        let (mut waiting, mut held, mut spilled) = (0, 0, false);
+        let (mut waiting, mut held, mut spilled, mut idle) = (0, 0, false, 0);
         for batch in batches {
             table.write(batch).unwrap();
-            waiting = table.parts.values().map(|part| part.waiting_bytes).sum::<usize>().max(waiting);
+            let kept = table.stage.batches.iter().flatten();
+            let rows: usize = table.parts.values().map(|part| part.waiting.len()).sum();
+            assert_eq!(rows, kept.clone().map(|staged| staged.waiting).sum::<usize>(), "waiting rows are counted");
+            waiting = table.stage.bytes.max(waiting);
             held = table.parts.values().map(|part| part.writer.memory_size()).sum::<usize>().max(held);
             spilled |= table.parts.values().any(|part| part.spill.is_some());
+            idle = kept.map(|staged| staged.batch.num_rows() - staged.waiting).sum::<usize>().max(idle);
         }
         table.finish().unwrap();
         let mut parts = BTreeMap::new();
@@ -657,39 +921,58 @@ mod tests {
             // The instance is in the path only.
             assert!(rows.iter().all(|r| r.instance.is_none()));
             let name = directory.file_name().unwrap().to_string_lossy().into_owned();
-            parts.insert(name, (groups, rows.iter().map(|r| r.source_line.unwrap()).collect()));
+            parts.insert(name, (groups, rows));
         }
-        (waiting, held, spilled, parts)
+        (waiting, held, spilled, idle, parts)
     }
 
-    /// Rows of 50 instances interleaved, 8 × 164 of each: past 64 KiB waiting (about 45 bytes a row as Arrow
-    /// arrays), the partitions spill their rows, which come back in order, each partition's in one row group.
+    /// Each part's row groups, and its rows' `source_line` and `source_file`, by directory.
+    type Seen = BTreeMap<String, (usize, Vec<(u64, Option<String>)>)>;
+
+    /// The `source_line`s of a part's rows.
+    fn lines(rows: &[EngineSample]) -> Vec<u64> {
+        rows.iter().map(|r| r.source_line.unwrap()).collect()
+    }
+
+    /// Rows of 50 instances interleaved, 8 × 164 of each: past 64 KiB waiting (a batch is about 45 bytes a row as
+    /// Arrow arrays), the partitions spill their rows, which come back in order, each partition's in one row group.
+    /// Every other batch has no file name, a column the spills then leave out and the rows read back put back.
     #[test]
     fn interleaved_partitions_spill_past_their_budget() {
         let names: Vec<String> = (0..50).map(|i| format!("i{i:02}")).collect();
         let instances: Vec<_> = (0..8192).map(|row| Some(names[row % 50].as_str())).collect();
-        let batches: Vec<_> = (0..8).map(|b| samples(&instances, b * 8192)).collect();
+        let file = |b: u64| b.is_multiple_of(2).then_some("a.log");
+        let batches: Vec<_> = (0..8).map(|b| samples_of(&instances, b * 8192, file(b))).collect();
         // Instance i's rows: row i and every 50th after it, of each of the 8 batches, in one row group.
-        let expected: Parts = (0..50)
+        let expected: Seen = (0..50)
             .map(|i| {
-                let lines = (0..8).flat_map(|b| (b * 8192 + i..(b + 1) * 8192).step_by(50)).collect();
-                (format!("instance=i{i:02}"), (1, lines))
+                let rows = (0..8).flat_map(|b| {
+                    (b * 8192 + i..(b + 1) * 8192).step_by(50).map(move |l| (l, file(b).map(String::from)))
+                });
+                (format!("instance=i{i:02}"), (1, rows.collect()))
             })
             .collect();
+        let read = |parts: &Parts| -> Seen {
+            let row = |r: &EngineSample| (r.source_line.unwrap(), r.source_file.as_deref().map(String::from));
+            parts
+                .iter()
+                .map(|(name, (groups, rows))| (name.clone(), (*groups, rows.iter().map(row).collect())))
+                .collect()
+        };
 
-        let (waiting, held, spilled, parts) = write_with(Budget { waiting: 64 << 10, held: 256 << 10 }, &batches);
+        let (waiting, held, spilled, _, parts) = write_with(Budget { waiting: 64 << 10, held: 256 << 10 }, &batches);
         assert!(waiting <= 64 << 10, "{waiting} bytes waiting");
         assert_eq!(held, 0, "no partition made a batch, so no row group was open before the end");
         assert!(spilled);
-        assert!(parts == expected);
+        assert!(read(&parts) == expected);
 
         // With room for them, every row waits in memory.
-        let (waiting, held, spilled, parts) =
+        let (waiting, held, spilled, _, parts) =
             write_with(Budget { waiting: PARTITIONS_WAITING_BYTES, held: PARTITIONS_HELD_BYTES }, &batches);
         assert!(waiting > 64 << 10, "{waiting} bytes waiting");
         assert_eq!(held, 0);
         assert!(!spilled);
-        assert!(parts == expected);
+        assert!(read(&parts) == expected);
     }
 
     /// A partition that spilled and then gets batches of its own sends them to its spill too, so that its rows stay
@@ -700,13 +983,14 @@ mod tests {
         let interleaved: Vec<_> = (0..8192).map(|row| Some(names[row % 50].as_str())).collect();
         let mut batches: Vec<_> = (0..4).map(|b| samples(&interleaved, b * 8192)).collect();
         batches.extend((4..6).map(|b| samples(&[Some("i07"); 8192], b * 8192)));
-        let (waiting, _, spilled, parts) = write_with(Budget { waiting: 64 << 10, held: 256 << 10 }, &batches);
+        let (waiting, _, spilled, _, parts) = write_with(Budget { waiting: 64 << 10, held: 256 << 10 }, &batches);
         assert!(waiting <= 64 << 10, "{waiting} bytes waiting");
         assert!(spilled);
-        let lines: Vec<u64> =
+        let expected: Vec<u64> =
             (0..4).flat_map(|b| (b * 8192 + 7..(b + 1) * 8192).step_by(50)).chain(4 * 8192..6 * 8192).collect();
-        let (groups, written) = &parts["instance=i07"];
-        assert!(*groups == 1 && written == &lines, "{groups} row groups; {} rows, not in order", written.len());
+        let (groups, rows) = &parts["instance=i07"];
+        let written = lines(rows);
+        assert!(*groups == 1 && written == expected, "{groups} row groups; {} rows, not in order", written.len());
     }
 
     /// Two partitions of 4,096 rows a batch make batches of their own, which go to their writers: past 64 KiB of
@@ -715,17 +999,43 @@ mod tests {
     fn open_row_groups_close_past_their_budget() {
         let instances: Vec<_> = (0..8192).map(|row| Some(if row < 4096 { "a" } else { "b" })).collect();
         let batches: Vec<_> = (0..8).map(|b| samples(&instances, b * 8192)).collect();
-        let (_, held, spilled, parts) = write_with(Budget { waiting: 64 << 20, held: 64 << 10 }, &batches);
+        let (_, held, spilled, _, parts) = write_with(Budget { waiting: 64 << 20, held: 64 << 10 }, &batches);
         assert!(held <= 64 << 10, "{held} bytes held");
         assert!(!spilled);
-        let (groups, lines) = &parts["instance=b"];
+        let (groups, rows) = &parts["instance=b"];
         assert!(*groups > 1, "{groups} row groups");
-        assert_eq!(lines, &(0..8).flat_map(|b| b * 8192 + 4096..(b + 1) * 8192).collect::<Vec<u64>>());
+        assert_eq!(lines(rows), (0..8).flat_map(|b| b * 8192 + 4096..(b + 1) * 8192).collect::<Vec<u64>>());
         // With room, each partition's 32,768 rows make one row group.
-        let (_, held, _, parts) =
+        let (_, held, _, _, parts) =
             write_with(Budget { waiting: PARTITIONS_WAITING_BYTES, held: PARTITIONS_HELD_BYTES }, &batches);
         assert!(held > 64 << 10, "{held} bytes held");
         assert_eq!(parts["instance=b"].0, 1);
+    }
+
+    /// Each batch ends a partition (200 rows of `t<b>`, the last of it) after a batch's worth of another: the few
+    /// rows left waiting are copied out, so that no batch is kept for them, and nothing spills.
+    #[test]
+    fn the_last_rows_of_a_partition_keep_no_batch() {
+        let names: Vec<String> = (0..8).map(|b| format!("t{b}")).collect();
+        let batches: Vec<_> = (0..8)
+            .map(|b| {
+                let instances: Vec<_> =
+                    (0..8192 + 200).map(|row| Some(if row < 8192 { "main" } else { names[b].as_str() })).collect();
+                samples(&instances, b as u64 * 8392)
+            })
+            .collect();
+        let (_, _, spilled, idle, parts) =
+            write_with(Budget { waiting: PARTITIONS_WAITING_BYTES, held: PARTITIONS_HELD_BYTES }, &batches);
+        assert_eq!(idle, 0, "a batch was kept for the rows of one partition");
+        assert!(!spilled);
+        for (b, name) in (0..).zip(&names) {
+            assert_eq!(
+                lines(&parts[&format!("instance={name}")].1),
+                (b * 8392 + 8192..(b + 1) * 8392).collect::<Vec<_>>()
+            );
+        }
+        let main: Vec<u64> = (0..8).flat_map(|b| b * 8392..b * 8392 + 8192).collect();
+        assert_eq!(lines(&parts["instance=main"].1), main);
     }
 
     #[test]
