@@ -6,8 +6,7 @@
 //! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--threads N] [--formats]` times `infertrace normalize`
 //!   on large generated inputs against `wc -l` and the Python baseline of `bench/baseline/`, then the logs compressed
 //!   and cut into gzip'd parts, and every input with `--partition-by date` (see `bench.rs`; not part of CI); with
-//!   `--formats`,
-//!   on every other line-oriented format, one thread against all (`bench_formats.rs`).
+//!   `--formats`, on every other line-oriented format, one thread against all (`bench_formats.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};

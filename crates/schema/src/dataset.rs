@@ -164,14 +164,7 @@ enum TableSink<T: Table> {
 impl<T: Table> TableSink<T> {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         match self {
-            TableSink::Whole(writer, path) => {
-                writer.write(batch).map_err(parquet_error("write", path))?;
-                // A row group is also closed by size, so long prefix-hash lists cannot make it hold the table.
-                if writer.in_progress_size() > ROW_GROUP_BYTES {
-                    writer.flush().map_err(parquet_error("write", path))?;
-                }
-                Ok(())
-            }
+            TableSink::Whole(writer, path) => write_batch(writer, batch).map_err(parquet_error("write", path)),
             TableSink::Partitioned(table) => table.write(batch),
         }
     }
@@ -186,6 +179,19 @@ impl<T: Table> TableSink<T> {
             TableSink::Partitioned(table) => table.finish(),
         }
     }
+}
+
+/// Writes `batch`, then closes the row group if it holds more than [`ROW_GROUP_BYTES`]: a row group is also closed by
+/// size, so that long prefix-hash lists cannot make it hold the table.
+pub(crate) fn write_batch<W: io::Write + Send>(
+    writer: &mut ArrowWriter<W>,
+    batch: &RecordBatch,
+) -> Result<(), parquet::errors::ParquetError> {
+    writer.write(batch)?;
+    if writer.in_progress_size() > ROW_GROUP_BYTES {
+        writer.flush()?;
+    }
+    Ok(())
 }
 
 impl<T: Table> std::fmt::Debug for TableWriter<T> {
@@ -280,19 +286,16 @@ impl<T: Table + 'static> TableWriter<T> {
     /// and zstd run beside the parse that produces the rows, on the batches in the order they were made, so the
     /// bytes are those of a single-threaded writer.
     fn create(dir: &Path, bytes_of: fn(&T) -> usize, partition: Option<PartitionKey>) -> Result<Self> {
-        let path = match partition {
-            Some(_) => dir.join(T::NAME),
-            None => dir.join(format!("{}.parquet", T::NAME)),
-        };
-        let mut sink = match partition {
-            Some(key) => TableSink::Partitioned(PartitionedTable::<T>::create(dir, key)?),
+        let (path, mut sink) = match partition {
+            Some(key) => (dir.join(T::NAME), TableSink::Partitioned(PartitionedTable::<T>::create(dir, key)?)),
             None => {
+                let path = dir.join(format!("{}.parquet", T::NAME));
                 let file = File::create(&path).map_err(io_error("create", &path))?;
                 let properties = writer_properties::<T>();
                 let writer =
                     ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
                         .map_err(parquet_error("create", &path))?;
-                TableSink::Whole(Box::new(writer), path.clone())
+                (path.clone(), TableSink::Whole(Box::new(writer), path))
             }
         };
         let (batches, received) = sync_channel::<RecordBatch>(BATCHES_AHEAD);

@@ -7,7 +7,7 @@
 //! the files and in the path). A row without a value goes to `<key>=__HIVE_DEFAULT_PARTITION__`, which these
 //! engines read as null. Values are percent-encoded outside `[A-Za-z0-9._-]` (`DP0 TP0` → `DP0%20TP0`).
 //!
-//! The dataset writer partitions each table as it writes it ([`PartitionedTable`]): its encoding thread splits every
+//! The dataset writer partitions each table as it writes it (`PartitionedTable`): its encoding thread splits every
 //! record batch by key, so where partitions come one after another (a day after another, a file per instance) a
 //! partitioned run costs about what a plain one does, with no table written whole, read back and written again. A
 //! batch is kept whole while rows of it wait for their partitions, each partition noting which rows are its own, and
@@ -43,7 +43,7 @@ use arrow_ipc::writer::StreamWriter;
 use parquet::arrow::ArrowWriter;
 
 use crate::dataset::{
-    BATCH_LIST_BYTES, BATCH_ROWS, DatasetError, ROW_GROUP_BYTES, io_error, parquet_error, writer_properties,
+    BATCH_LIST_BYTES, BATCH_ROWS, DatasetError, io_error, parquet_error, write_batch, writer_properties,
 };
 use crate::table::Table;
 
@@ -85,8 +85,8 @@ pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 pub const PARTITIONS_WAITING_BYTES: usize = 32 << 20;
 
 /// Bytes (as the Parquet writers estimate their memory) that the open row groups of one table's partitions hold
-/// together at most: past it, the one holding the most is closed. (Each also closes at [`ROW_GROUP_BYTES`] or
-/// [`crate::dataset::ROW_GROUP_ROWS`], as a plain table's does.)
+/// together at most: past it, the one holding the most is closed. (Each also closes at
+/// [`crate::dataset::ROW_GROUP_BYTES`] or [`crate::dataset::ROW_GROUP_ROWS`], as a plain table's does.)
 pub const PARTITIONS_HELD_BYTES: usize = 32 << 20;
 
 /// The column of table `T` whose value the rows are split by.
@@ -114,6 +114,8 @@ pub(crate) struct PartitionedTable<T: Table> {
     column: usize,
     /// The columns a part file keeps: all but the key column, for `source` and `instance`.
     keep: Vec<usize>,
+    /// `T`'s schema with only those columns: the part files'.
+    schema: SchemaRef,
     /// By directory name, so that they are finished in key order.
     parts: BTreeMap<String, Part>,
     /// The batches whose rows wait for their partitions.
@@ -226,11 +228,9 @@ impl Stage {
             _ => {
                 // Each batch once, in order.
                 let mut batches: Vec<&RecordBatch> = Vec::new();
-                let mut ids: Vec<u32> = Vec::new();
                 let mut indices = Vec::with_capacity(rows.len());
-                for &(id, row) in rows {
-                    if ids.last() != Some(&id) {
-                        ids.push(id);
+                for (i, &(id, row)) in rows.iter().enumerate() {
+                    if i == 0 || rows[i - 1].0 != id {
                         batches.push(staged(id));
                     }
                     indices.push((batches.len() - 1, at(row)));
@@ -256,9 +256,9 @@ impl Stage {
     }
 }
 
-/// The rows `indices` (batch, row) of `batches` (of one schema) as one batch, as [`arrow::compute::interleave_record_batch`] makes
-/// it, but a column that is null in every batch (most columns of a trace that fills a few) made null at once rather
-/// than row by row.
+/// The rows `indices` (batch, row) of `batches` (of one schema) as one batch, as
+/// [`arrow::compute::interleave_record_batch`] makes it, but a column that is null in every batch (most columns of a
+/// trace that fills a few) made null at once rather than row by row.
 fn interleave_columns(
     batches: &[&RecordBatch],
     indices: &[(usize, usize)],
@@ -296,8 +296,6 @@ fn with_nulls(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, ar
 /// One partition: its writer, its waiting rows, and where they went when they could not wait.
 struct Part {
     writer: ArrowWriter<PartFile>,
-    /// The schema of its files' rows.
-    schema: SchemaRef,
     /// Its waiting rows, in order (so in the order of their batches' numbers).
     waiting: Vec<Waiting>,
     /// What they hold as Arrow arrays, about: each batch's bytes shared out equally by its rows.
@@ -343,9 +341,8 @@ impl Part {
 
     /// Appends `batch` to the partition's spill file (made on the first call): one Arrow IPC stream, compressed as
     /// one zstd frame with `compressor` (one context for every spill: a context per column buffer, as IPC's own
-    /// compression makes them, cost more than the rows).
-    /// A column null in every row is left out of the stream (most columns of a trace that fills a few), its own
-    /// schema saying which are in it.
+    /// compression makes them, cost more than the rows). A column null in every row is left out of the stream (most
+    /// columns of a trace that fills a few), its own schema saying which are in it.
     fn spill(&mut self, batch: &RecordBatch, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
         let spill = self.spill.get_or_insert_with(|| self.writer.inner().path.with_file_name(SPILL_FILE));
         let mut some: Vec<usize> =
@@ -377,7 +374,12 @@ impl Part {
 
     /// Writes what was spilled, and then what waits (spilled too, to keep the order), to the part's writer, joined
     /// into batches as the waiting rows are, and removes the spill file.
-    fn unspill(&mut self, stage: &mut Stage, compressor: &mut zstd::bulk::Compressor<'static>) -> Result<()> {
+    fn unspill(
+        &mut self,
+        schema: &SchemaRef,
+        stage: &mut Stage,
+        compressor: &mut zstd::bulk::Compressor<'static>,
+    ) -> Result<()> {
         let Some(spill) = self.spill.clone() else { return Ok(()) };
         self.spill_waiting(stage, compressor)?;
         self.spill = None;
@@ -391,7 +393,7 @@ impl Part {
             let stream = StreamReader::try_new(&mut file, None).map_err(arrow_error("read back", &spill))?;
             for batch in stream {
                 let batch = batch.map_err(arrow_error("read back", &spill))?;
-                let batch = with_nulls(&batch, &self.schema).map_err(arrow_error("read back", &spill))?;
+                let batch = with_nulls(&batch, schema).map_err(arrow_error("read back", &spill))?;
                 rows += batch.num_rows();
                 bytes += own_bytes(&batch);
                 batches.push(batch);
@@ -418,11 +420,7 @@ impl Part {
 
     /// Hands `batch` to the writer, closing its row group by size as a plain table's.
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        let writer = &mut self.writer;
-        let written = writer
-            .write(batch)
-            .and_then(|()| if writer.in_progress_size() > ROW_GROUP_BYTES { writer.flush() } else { Ok(()) });
-        written.map_err(|e| parquet_error("write", &self.writer.inner().path)(e))
+        write_batch(&mut self.writer, batch).map_err(|e| parquet_error("write", &self.writer.inner().path)(e))
     }
 
     /// The waiting rows as one batch (the writers' cost is largely per batch, and a partition of many gets a few
@@ -464,10 +462,13 @@ impl<T: Table> PartitionedTable<T> {
         let schema = T::schema();
         let name = key_column::<T>(key);
         let column = schema.index_of(name).expect("every table has the key columns");
-        let keep = (0..schema.fields().len()).filter(|&i| key == PartitionKey::Date || i != column).collect();
+        let keep: Vec<usize> =
+            (0..schema.fields().len()).filter(|&i| key == PartitionKey::Date || i != column).collect();
+        let schema = Arc::new(schema.project(&keep).expect("the kept columns are the schema's"));
         let compressor = zstd::bulk::Compressor::new(1).map_err(io_error("start the compressor of", &root))?;
         let stage = Stage::default();
-        Ok(Self { root, key, column, keep, parts: BTreeMap::new(), stage, budget, compressor, table: PhantomData })
+        let parts = BTreeMap::new();
+        Ok(Self { root, key, column, keep, schema, parts, stage, budget, compressor, table: PhantomData })
     }
 
     /// Writes each row of `batch` (of `T`'s schema) to its partition, in order.
@@ -477,7 +478,6 @@ impl<T: Table> PartitionedTable<T> {
         }
         let (names, rows) = split(batch.column(self.column), self.key).map_err(arrow_error("partition", &self.root))?;
         let batch = batch.project(&self.keep).map_err(arrow_error("split", &self.root))?;
-        let schema = batch.schema();
         let total = batch.num_rows();
         let (id, bytes) = self.stage.push(batch);
         // Each name once, its rows in order.
@@ -489,15 +489,9 @@ impl<T: Table> PartitionedTable<T> {
                     fs::create_dir(&directory).map_err(io_error("create", &directory))?;
                     let path = directory.join("part-0.parquet");
                     let file = PartFile::create(path.clone()).map_err(io_error("create", &path))?;
-                    let writer = ArrowWriter::try_new(file, schema.clone(), Some(writer_properties::<T>()))
+                    let writer = ArrowWriter::try_new(file, self.schema.clone(), Some(writer_properties::<T>()))
                         .map_err(parquet_error("create", &path))?;
-                    slot.insert(Part {
-                        writer,
-                        schema: schema.clone(),
-                        waiting: Vec::new(),
-                        waiting_bytes: 0,
-                        spill: None,
-                    })
+                    slot.insert(Part { writer, waiting: Vec::new(), waiting_bytes: 0, spill: None })
                 }
             };
             part.waiting_bytes += bytes * rows.len() / total;
@@ -563,7 +557,7 @@ impl<T: Table> PartitionedTable<T> {
     /// Writes every partition's waiting rows, last row group and footer, in key order, and syncs its file.
     pub(crate) fn finish(mut self) -> Result<()> {
         for mut part in std::mem::take(&mut self.parts).into_values() {
-            part.unspill(&mut self.stage, &mut self.compressor)?;
+            part.unspill(&self.schema, &mut self.stage, &mut self.compressor)?;
             part.pass_waiting(&mut self.stage, &mut self.compressor)?;
             let path = part.writer.inner().path.clone();
             let file = part.writer.into_inner().map_err(parquet_error("finish", &path))?;
