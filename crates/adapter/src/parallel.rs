@@ -37,6 +37,11 @@ pub const CHUNK_BYTES: usize = 256 << 10;
 /// Most bytes of input in one batch, whatever the thread count (many threads get smaller chunks).
 pub const BATCH_BYTES: usize = 4 << 20;
 
+/// Fewest lines a batch holds per thread, up to [`BATCH_BYTES`]: a batch of `2 × threads` chunks of a few long lines
+/// each (a vLLM log's prompts, 3 to 180 KB) gives each thread one or two lines of very different cost, and the
+/// threads wait for the slowest at every batch's end.
+pub const BATCH_LINES_PER_THREAD: usize = 32;
+
 /// The buffers of chunks whose input ended, for the next input's chunks, which may be cut on another thread (the
 /// CLI parses files read ahead together on the pool's threads). It holds at most about what the inputs parsed at
 /// once have in flight (three batches each, a window of files at most 16 MiB of text), and no buffer grown past
@@ -85,7 +90,12 @@ where
     map_lines_with(
         lines,
         threads,
-        Batches { chunk_bytes, batch_bytes: BATCH_BYTES, spare: &SPARE_CHUNKS },
+        Batches {
+            chunk_bytes,
+            batch_bytes: BATCH_BYTES,
+            batch_lines: BATCH_LINES_PER_THREAD * threads,
+            spare: &SPARE_CHUNKS,
+        },
         prepare,
         fold,
     )
@@ -146,12 +156,14 @@ where
 }
 
 /// How [`map_lines_with`] cuts its input: chunks of about `chunk_bytes` (a longer line makes a chunk of its own), and
-/// batches of `2 × threads` chunks that stop once they hold `batch_bytes` (so long lines, each a chunk, cannot make a
-/// batch of `2 × threads` of them: 64 vLLM `Received request` lines of 180 KB each on 32 threads).
+/// batches of `2 × threads` chunks, or more while they hold fewer than `batch_lines` lines, that stop once they hold
+/// `batch_bytes` (so long lines, each a chunk, cannot make a batch of `2 × threads` of them: 64 vLLM
+/// `Received request` lines of 180 KB each on 32 threads).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Batches {
     pub chunk_bytes: usize,
     pub batch_bytes: usize,
+    pub batch_lines: usize,
     /// Where chunk buffers come from and go back to.
     pub spare: &'static SpareBuffers,
 }
@@ -256,8 +268,8 @@ impl<T> Chunk<T> {
     }
 }
 
-/// Reads up to `chunks` chunks of about `cut.chunk_bytes` each, and no more once they hold `cut.batch_bytes`,
-/// reusing the buffers of `spare`; empty at the end.
+/// Reads `chunks` chunks of about `cut.chunk_bytes` each, or more while they hold fewer than `cut.batch_lines` lines,
+/// and no more once they hold `cut.batch_bytes`, reusing the buffers of `spare`; empty at the end.
 fn read_batch<R: BufRead, T>(
     lines: &mut LineReader<R>,
     chunks: usize,
@@ -266,8 +278,8 @@ fn read_batch<R: BufRead, T>(
 ) -> io::Result<Vec<Chunk<T>>> {
     let chunk_bytes = cut.chunk_bytes;
     let mut batch = Vec::with_capacity(chunks);
-    let mut bytes = 0;
-    while batch.len() < chunks && (batch.is_empty() || bytes < cut.batch_bytes) {
+    let (mut bytes, mut lines_in) = (0, 0);
+    while (batch.len() < chunks || lines_in < cut.batch_lines) && (batch.is_empty() || bytes < cut.batch_bytes) {
         let mut chunk = spare.pop().unwrap_or_else(|| {
             let mut data = cut.spare.take();
             data.reserve(chunk_bytes + (chunk_bytes >> 2));
@@ -287,6 +299,7 @@ fn read_batch<R: BufRead, T>(
             break;
         }
         bytes += chunk.data.len();
+        lines_in += chunk.lines.len();
         batch.push(chunk);
     }
     Ok(batch)
@@ -351,7 +364,7 @@ mod tests {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
             pool.install(|| {
                 let mut lines = LineReader::new(&input[..]);
-                let cut = Batches { chunk_bytes: 256, batch_bytes: 1024, spare: &SPARE };
+                let cut = Batches { chunk_bytes: 256, batch_bytes: 1024, batch_lines: 0, spare: &SPARE };
                 let (mut held_at_first_line, mut folded) = (None, 0);
                 map_lines_with(&mut lines, 3, cut, <[u8]>::len, |_, _, len, _: &[usize]| {
                     held_at_first_line.get_or_insert(SPARE.held_bytes());
@@ -383,10 +396,19 @@ mod tests {
         assert_eq!(expected[2], (3, b"aa".to_vec(), 2));
         // Line 46 holds 45 `a`s, over the limit of 40: the marker stands for it.
         assert_eq!(expected[45].1, OVERLONG);
-        let cuts =
-            [(1, 1, usize::MAX), (2, 1, usize::MAX), (2, 7, usize::MAX), (3, 100, 250), (4, 1 << 20, 1), (7, 33, 70)];
-        for (threads, chunk_bytes, batch_bytes) in cuts {
-            let (seen, read) = parallel(&input, threads, Batches { chunk_bytes, batch_bytes, spare: &SPARE_CHUNKS });
+        let cuts = [
+            (1, 1, usize::MAX, 0),
+            (2, 1, usize::MAX, 0),
+            (2, 7, usize::MAX, 0),
+            (2, 60, usize::MAX, 20),
+            (3, 100, 250, 0),
+            (3, 100, 500, 64),
+            (4, 1 << 20, 1, 0),
+            (7, 33, 70, 0),
+        ];
+        for (threads, chunk_bytes, batch_bytes, batch_lines) in cuts {
+            let (seen, read) =
+                parallel(&input, threads, Batches { chunk_bytes, batch_bytes, batch_lines, spare: &SPARE_CHUNKS });
             assert_eq!(read, 501, "threads {threads}, chunks of {chunk_bytes}");
             // The too-long marker is passed as itself, so `utf8_line` still recognises it.
             assert_eq!(seen.len(), expected.len());
@@ -435,7 +457,7 @@ mod tests {
             let batch = read_batch::<_, ()>(
                 &mut lines,
                 64,
-                Batches { chunk_bytes: 10, batch_bytes, spare: &SPARE_CHUNKS },
+                Batches { chunk_bytes: 10, batch_bytes, batch_lines: 0, spare: &SPARE_CHUNKS },
                 &mut spare,
             );
             let batch = batch.unwrap();
@@ -449,6 +471,31 @@ mod tests {
         assert_eq!(batch_lines(397), (5, 5));
         // At least one chunk, however small the bound.
         assert_eq!(batch_lines(0), (1, 1));
+    }
+
+    #[test]
+    fn a_batch_of_few_lines_takes_more_chunks() {
+        // (chunks, lines) of the first batch of `input` cut into chunks of 100 bytes, batches of 4 chunks or more
+        // while they hold fewer than `batch_lines` lines, at most `batch_bytes`.
+        let first_batch = |input: &[u8], batch_lines: usize, batch_bytes: usize| {
+            let mut lines = LineReader::new(input);
+            let cut = Batches { chunk_bytes: 100, batch_bytes, batch_lines, spare: &SPARE_CHUNKS };
+            let batch = read_batch::<_, ()>(&mut lines, 4, cut, &mut Vec::new()).unwrap();
+            let read: usize = batch.iter().map(|chunk| chunk.lines.len()).sum();
+            assert_eq!(read as u64, lines.lines_read());
+            (batch.len(), read)
+        };
+        // Lines of 300 bytes, a chunk each: 4 chunks hold 4 lines, so a batch of at least 10 lines takes 10.
+        let long = [vec![b'x'; 299], b"\n".to_vec()].concat().repeat(50);
+        assert_eq!(first_batch(&long, 0, usize::MAX), (4, 4));
+        assert_eq!(first_batch(&long, 10, usize::MAX), (10, 10));
+        // Still no more than its bytes: 2,000 bytes end it at the seventh line.
+        assert_eq!(first_batch(&long, 10, 2_000), (7, 7));
+        // Lines of 9 bytes (a chunk keeps them without their newline), twelve a chunk: 4 chunks hold 48 lines,
+        // enough for 48; 49 takes a fifth chunk.
+        let short = b"012345678\n".repeat(100);
+        assert_eq!(first_batch(&short, 48, usize::MAX), (4, 48));
+        assert_eq!(first_batch(&short, 49, usize::MAX), (5, 60));
     }
 
     #[derive(Debug, serde::Deserialize)]
@@ -511,7 +558,7 @@ mod tests {
             map_lines_with(
                 &mut lines,
                 2,
-                Batches { chunk_bytes: 1, batch_bytes: usize::MAX, spare: &SPARE_CHUNKS },
+                Batches { chunk_bytes: 1, batch_bytes: usize::MAX, batch_lines: 0, spare: &SPARE_CHUNKS },
                 |_| (),
                 |number, bytes, (), _: &[()]| {
                     markers.push((number, std::ptr::eq(bytes, OVERLONG), bytes.len()));
@@ -534,7 +581,7 @@ mod tests {
             let result = map_lines_with(
                 &mut lines,
                 2,
-                Batches { chunk_bytes: 4, batch_bytes: usize::MAX, spare: &SPARE_CHUNKS },
+                Batches { chunk_bytes: 4, batch_bytes: usize::MAX, batch_lines: 0, spare: &SPARE_CHUNKS },
                 |_| (),
                 |number, _, (), _: &[()]| {
                     folded += 1;

@@ -836,6 +836,7 @@ mod tests {
 
     use crate::table::TableBuilder;
     use crate::tables::{CacheEvent, EngineSample, sample};
+    use proptest::prelude::*;
 
     /// Samples of `instances`, from line `first` on.
     fn samples(instances: &[Option<&str>], first: u64) -> RecordBatch {
@@ -1030,6 +1031,108 @@ mod tests {
         }
         let main: Vec<u64> = (0..8).flat_map(|b| b * 8392..b * 8392 + 8192).collect();
         assert_eq!(lines(&parts["instance=main"].1), main);
+    }
+
+    /// One row of [`partitions_hold_their_rows_in_order`]'s input: its instance (of five, or none), its day (of
+    /// three), whether it names its file and whether it has a line.
+    type Drawn = (Option<u8>, u8, bool, bool);
+
+    /// How rows come: a few long runs of one partition, partitions interleaved row by row, or a whole batch of one.
+    fn drawn_batches() -> impl Strategy<Value = Vec<Vec<Drawn>>> {
+        let row = (prop::option::weighted(0.9, 0..5u8), 0..3u8, prop::bool::weighted(0.3), prop::bool::weighted(0.9));
+        let runs = prop::collection::vec((row.clone(), 1..600usize), 1..8)
+            .prop_map(|runs| runs.into_iter().flat_map(|(row, n)| std::iter::repeat_n(row, n)).collect());
+        let scattered = prop::collection::vec(row.clone(), 0..1500);
+        // A batch's worth of one partition, which its partition passes on at once (or spills after what it spilled).
+        let whole = (row, BATCH_ROWS..BATCH_ROWS + 500).prop_map(|(row, n)| vec![row; n]);
+        prop::collection::vec(prop_oneof![3 => runs, 3 => scattered, 1 => whole], 1..10)
+    }
+
+    /// The samples of `drawn`, row `i` of the whole input at line `i` (when it has one) and with value `i`: every row
+    /// is told apart by its value.
+    fn drawn_samples(drawn: &[Vec<Drawn>]) -> (Vec<RecordBatch>, Vec<EngineSample>) {
+        const DAY: i64 = 86_400_000_000_000;
+        let mut rows = Vec::new();
+        let batches = drawn
+            .iter()
+            .map(|batch| {
+                let mut builder = <EngineSample as Table>::Builder::default();
+                for &(instance, day, named, lined) in batch {
+                    let i = rows.len() as u64;
+                    let row = EngineSample {
+                        time: i64::from(day) * DAY + i as i64,
+                        source: "vllm-log".into(),
+                        instance: instance.map(|k| format!("worker {k}").into()),
+                        metric: "kv_cache_usage".into(),
+                        value: i as f64,
+                        source_file: named.then(|| format!("f{}.log", i % 3).into()),
+                        source_line: lined.then_some(i),
+                    };
+                    builder.append(&row);
+                    rows.push(row);
+                }
+                builder.finish()
+            })
+            .collect();
+        (batches, rows)
+    }
+
+    /// Every row of `batches` in the part of its key, in input order, whatever the budgets make the table do (keep
+    /// rows waiting, copy them out, spill them with or without their null columns, close row groups early): read
+    /// back, each part holds exactly its rows (less the key column, for `instance`), and no spill is left.
+    #[test]
+    fn partitions_hold_their_rows_in_order() {
+        let budgets = (
+            prop::sample::select(vec![512, 8 << 10, 64 << 10, PARTITIONS_WAITING_BYTES]),
+            prop::sample::select(vec![4 << 10, 64 << 10, PARTITIONS_HELD_BYTES]),
+        );
+        let keys = prop::sample::select(vec![PartitionKey::Instance, PartitionKey::Date]);
+        let config = ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() };
+        proptest!(config, |(drawn in drawn_batches(), (waiting, held) in budgets, key in keys)| {
+            let (batches, rows) = drawn_samples(&drawn);
+            let dir = tempfile::tempdir().unwrap();
+            let mut table = PartitionedTable::<EngineSample>::with_budget(dir.path(), key, Budget { waiting, held })
+                .unwrap();
+            for batch in &batches {
+                table.write(batch).unwrap();
+                prop_assert!(table.stage.bytes <= waiting, "{} bytes waiting past {waiting}", table.stage.bytes);
+            }
+            table.finish().unwrap();
+
+            let mut expected: BTreeMap<String, Vec<EngineSample>> = BTreeMap::new();
+            for row in &rows {
+                let (name, row) = match key {
+                    PartitionKey::Instance => (
+                        row.instance.as_deref().map_or("instance=__HIVE_DEFAULT_PARTITION__".to_owned(), |name| {
+                            format!("instance={}", name.replace(' ', "%20"))
+                        }),
+                        EngineSample { instance: None, ..row.clone() },
+                    ),
+                    _ => (format!("date=1970-01-0{}", 1 + row.time / 86_400_000_000_000), row.clone()),
+                };
+                expected.entry(name).or_default().push(row);
+            }
+            let mut read = BTreeMap::new();
+            for entry in fs::read_dir(dir.path().join("samples")).unwrap() {
+                let directory = entry.unwrap().path();
+                let files: Vec<_> = fs::read_dir(&directory).unwrap().map(|e| e.unwrap().file_name()).collect();
+                prop_assert_eq!(files, ["part-0.parquet"]);
+                let file = File::open(directory.join("part-0.parquet")).unwrap();
+                let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+                let rows: Vec<EngineSample> = reader
+                    .build()
+                    .unwrap()
+                    .flat_map(|batch| EngineSample::from_batch(&batch.unwrap()).unwrap())
+                    .collect();
+                read.insert(directory.file_name().unwrap().to_string_lossy().into_owned(), rows);
+            }
+            prop_assert!(read == expected, "{:?} rows by part, {:?} expected", counts(&read), counts(&expected));
+        });
+    }
+
+    /// Each part's name and number of rows, for a failure's message.
+    fn counts(parts: &BTreeMap<String, Vec<EngineSample>>) -> Vec<(&str, usize)> {
+        parts.iter().map(|(name, rows)| (name.as_str(), rows.len())).collect()
     }
 
     #[test]
