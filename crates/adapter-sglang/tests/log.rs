@@ -267,16 +267,17 @@ fn access_lines_are_counted_by_endpoint_and_status_without_their_query() {
 #[test]
 fn time_stats_past_the_bound_are_written_alone_with_one_diagnostic() {
     // Time-stats lines of 16,386 requests whose Finish lines never come (request logging off), the first request
-    // with two (its prefill and decode stages): line 16,386 makes 16,385 requests wait, one too many, so the oldest
-    // (lines 1 and 2) is written alone at once, with the one diagnostic; line 16,387 writes the next (line 3) alone,
-    // without another. The rest are written at the end of the file, as always.
+    // with two (its prefill and decode stages, the second after the second request's): line 16,386 makes 16,385
+    // requests wait, one too many, so the oldest, by its first line (lines 1 and 3), is written alone at once, with
+    // the one diagnostic; line 16,387 writes the next (line 2) alone, without another. The rest are written at the
+    // end of the file, as always.
     let stats = |i: usize| {
         format!(
             "[2025-07-02 10:15:03 TP0] Req Time Stats(rid=r{i}, input len=8, output len=2, type=unified): \
              queue_duration=0.50ms, forward_duration=16.00ms, start_time=9123.250\n"
         )
     };
-    let log: String = std::iter::once(1).chain(1..=16_386).map(stats).collect();
+    let log: String = [1, 2, 1].into_iter().chain(3..=16_386).map(stats).collect();
     let (sink, report) = parse(&log, ParseOptions::default(), None);
     let [diagnostic] = &sink.diagnostics[..] else {
         panic!("{:?}", sink.diagnostics.iter().take(3).collect::<Vec<_>>())

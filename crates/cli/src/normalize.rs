@@ -8,7 +8,7 @@ use indicatif::ProgressBar;
 use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{
     Adapter, Compression, DecompressionLimits, Diagnostic, DiagnosticKind, Input, InputDigest, LineReader,
-    ParseContext, ParseOptions, ParseReport, SharedText, Sink, hash, parallel,
+    ParseContext, ParseOptions, ParseReport, Sink, hash, parallel,
 };
 use infertrace_schema::{
     Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, HashSalt, InputEntry,
@@ -532,8 +532,6 @@ struct DatasetSink<'w> {
     show: usize,
     /// Line and kind of the first diagnostics, for `--show-lines`.
     offending: Vec<(u64, &'static str)>,
-    /// Metric names of the samples written through [`Sink::samples`].
-    metrics: MetricNames,
 }
 
 impl<'w> DatasetSink<'w> {
@@ -546,35 +544,7 @@ impl<'w> DatasetSink<'w> {
             salt_key: options.hash_salt.as_ref().map(|salt| hash::salt_key(salt.as_bytes())),
             show: if options.show_lines { SHOWN_LINES.saturating_sub(shown) } else { 0 },
             offending: Vec::new(),
-            metrics: MetricNames::default(),
         }
-    }
-}
-
-/// Slots of [`MetricNames`].
-const METRIC_SLOTS: usize = 64;
-
-/// The shared copy of each metric name a parser passes to [`Sink::samples`], found by the name's address: no
-/// hashing or comparing of the text per sample. A name is static, so the same address and length are the same text;
-/// two names whose addresses share a slot take turns in it, and equal text at two addresses shares one copy.
-#[derive(Debug, Default)]
-struct MetricNames {
-    slots: Vec<Option<(&'static str, Arc<str>)>>,
-    shared: SharedText,
-}
-
-impl MetricNames {
-    /// The slot holding `name`'s shared copy, which the caller may swap into a row and must swap back.
-    fn slot(&mut self, name: &'static str) -> &mut Arc<str> {
-        if self.slots.is_empty() {
-            self.slots.resize(METRIC_SLOTS, None);
-        }
-        let address = name.as_ptr() as usize;
-        let slot = &mut self.slots[((address >> 3) ^ (address >> 9)) % METRIC_SLOTS];
-        if !slot.as_ref().is_some_and(|(cached, _)| std::ptr::eq(*cached, name)) {
-            *slot = Some((name, self.shared.get(name)));
-        }
-        &mut slot.as_mut().expect("just filled").1
     }
 }
 
@@ -602,17 +572,7 @@ impl Sink for DatasetSink<'_> {
     }
 
     fn samples(&mut self, row: &mut EngineSample, values: &[(&'static str, f64)]) -> Result<(), DatasetError> {
-        // Each metric's shared name is moved into the row for its sample and back: a reference count taken and
-        // dropped per sample (a locked instruction, which waits for the row's stores) cost more than the rest of
-        // passing the sample on.
-        for &(metric, value) in values {
-            let name = self.metrics.slot(metric);
-            std::mem::swap(&mut row.metric, name);
-            row.value = value;
-            let pushed = self.writer.push_sample(row);
-            std::mem::swap(&mut row.metric, name);
-            pushed?;
-        }
+        self.writer.push_samples(row, values)?;
         self.records.samples += values.len() as u64;
         Ok(())
     }
@@ -728,31 +688,5 @@ mod tests {
         assert_eq!(ReadAheadBound::held_share(2), 16 << 20);
         assert_eq!(ReadAheadBound::held_share(3), 16 << 20);
         assert_eq!(ReadAheadBound::held_share(64), 48 << 20 >> 6);
-    }
-
-    #[test]
-    fn metric_names_are_found_by_address_and_shared_by_text() {
-        let mut names = MetricNames::default();
-        static A: &str = "num_running_reqs";
-        let b: &'static str = String::from("num_running_reqs").leak();
-        let first = Arc::clone(names.slot(A));
-        assert_eq!(&*first, "num_running_reqs");
-        assert!(Arc::ptr_eq(&first, names.slot(A)));
-        assert!(Arc::ptr_eq(&first, names.slot(b)), "equal text at another address: the same copy");
-        // More names than slots, three times over: each comes back with its own text, one copy per text.
-        let many: Vec<&'static str> = (0..200).map(|i| &*format!("metric_{i}").leak()).collect();
-        let copies: Vec<Arc<str>> = many.iter().map(|name| Arc::clone(names.slot(name))).collect();
-        for _ in 0..2 {
-            for (name, copy) in many.iter().zip(&copies) {
-                let value = names.slot(name);
-                assert_eq!(&**value, *name);
-                assert!(Arc::ptr_eq(value, copy));
-            }
-        }
-        // The same address with another length is other text.
-        static LONG: &str = "num_running_reqs_total";
-        assert_eq!(&**names.slot(&LONG[..3]), "num");
-        assert_eq!(&**names.slot(LONG), "num_running_reqs_total");
-        assert_eq!(&**names.slot(&LONG[..3]), "num");
     }
 }

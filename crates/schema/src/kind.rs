@@ -35,6 +35,13 @@ pub trait ColumnKind {
     }
     /// Appends one cell, `None` being null.
     fn append(builder: &mut Self::Builder, value: Option<&Self::Value>);
+    /// Appends `n` cells of one value: what `n` calls of [`append`](Self::append) give, at once where the builder
+    /// keeps runs.
+    fn append_n(builder: &mut Self::Builder, value: Option<&Self::Value>, n: usize) {
+        for _ in 0..n {
+            Self::append(builder, value);
+        }
+    }
     /// The cells of `array`, which has [`ColumnKind::data_type`] (the reader casts first); a value outside a closed
     /// vocabulary reads as null.
     fn read(array: &ArrayRef) -> Vec<Option<Self::Value>>;
@@ -120,6 +127,13 @@ impl<T: Text> ColumnKind for Dict<T> {
             None => builder.push(value.map(AsRef::as_ref)),
         }
     }
+    fn append_n(builder: &mut Self::Builder, value: Option<&T>, n: usize) {
+        match (value, value.and_then(Text::shared)) {
+            (None, _) => builder.push_key_n(None, n),
+            (Some(_), Some(shared)) => builder.push_shared_n(shared, n),
+            (Some(text), None) => (0..n).for_each(|_| builder.push(Some(text.as_ref()))),
+        }
+    }
     fn read(array: &ArrayRef) -> Vec<Option<T>> {
         read_strings(array)
     }
@@ -137,6 +151,8 @@ impl<T: Text> ColumnKind for Dict<T> {
 ///   and matched by address, without reading or hashing the text (an SGLang batch line interleaves its 5 to 8
 ///   metrics, so the value before is rarely the same). The builder holds those `Arc`s, so an address it matches
 ///   cannot have been freed and reused by other text.
+/// - **Static values.** A parser's metric names, given as `&'static str` when a line's samples are written together
+///   ([`crate::SamplesBuilder::append_values`]), are matched by address the same way: static text is never freed.
 /// - Other values are looked up by content in a hash map.
 #[derive(Default)]
 pub struct DictBuilder {
@@ -146,6 +162,8 @@ pub struct DictBuilder {
     lookup: HashMap<Box<str>, i32, ahash::RandomState>,
     /// Recent shared values and their keys, matched by address.
     shared: Vec<(Arc<str>, i32)>,
+    /// Recent static values and their keys, matched by address.
+    statics: Vec<(&'static str, i32)>,
     /// The key of the pending run (`None`: a run of nulls) and its length, not yet in `keys`.
     run_key: Option<i32>,
     run: usize,
@@ -181,6 +199,11 @@ impl DictBuilder {
 
     /// Appends a cell whose value is shared text.
     fn push_shared(&mut self, value: &Arc<str>) {
+        self.push_shared_n(value, 1);
+    }
+
+    /// Appends `n` cells whose value is shared text.
+    pub(crate) fn push_shared_n(&mut self, value: &Arc<str>, n: usize) {
         let key = match self.shared.iter().find(|(seen, _)| Arc::ptr_eq(seen, value)) {
             Some(&(_, key)) => key,
             None => {
@@ -189,6 +212,23 @@ impl DictBuilder {
                     self.shared.clear();
                 }
                 self.shared.push((Arc::clone(value), key));
+                key
+            }
+        };
+        self.push_key_n(Some(key), n);
+    }
+
+    /// Appends a cell whose value is static text (a parser's metric name), matched by address like shared text:
+    /// static text is never freed, so the same address and length are the same text.
+    pub(crate) fn push_static(&mut self, value: &'static str) {
+        let key = match self.statics.iter().find(|(seen, _)| std::ptr::eq(*seen, value)) {
+            Some(&(_, key)) => key,
+            None => {
+                let key = self.key_of(value);
+                if self.statics.len() == SHARED_VALUES {
+                    self.statics.clear();
+                }
+                self.statics.push((value, key));
                 key
             }
         };
@@ -208,17 +248,26 @@ impl DictBuilder {
     }
 
     fn push_key(&mut self, key: Option<i32>) {
+        self.push_key_n(key, 1);
+    }
+
+    fn push_key_n(&mut self, key: Option<i32>, n: usize) {
+        if n == 0 {
+            return;
+        }
         if self.run > 0 && self.run_key != key {
             self.flush();
         }
         self.run_key = key;
-        self.run += 1;
+        self.run += n;
     }
 
     fn flush(&mut self) {
         match (self.run, self.run_key) {
             (0, _) => {}
             (n, None) => self.keys.append_nulls(n),
+            // The metric column's every cell: `append_value_n` sets up a run first.
+            (1, Some(key)) => self.keys.append_value(key),
             (n, Some(key)) => self.keys.append_value_n(key, n),
         }
         self.run = 0;
@@ -248,6 +297,7 @@ impl ArrayBuilder for DictBuilder {
         self.values.clear();
         self.lookup.clear();
         self.shared.clear();
+        self.statics.clear();
         self.run_key = None;
         array
     }
@@ -298,6 +348,17 @@ impl<T: ArrowPrimitiveType> NullRun<T> {
             Some(value) => {
                 self.flush();
                 self.inner.append_value(value);
+            }
+        }
+    }
+
+    fn push_n(&mut self, value: Option<T::Native>, n: usize) {
+        match value {
+            None => self.nulls += n,
+            Some(_) if n == 0 => {}
+            Some(value) => {
+                self.flush();
+                self.inner.append_value_n(value, n);
             }
         }
     }
@@ -369,6 +430,9 @@ impl ColumnKind for Time {
     fn append(builder: &mut Self::Builder, value: Option<&i64>) {
         builder.push(value.copied());
     }
+    fn append_n(builder: &mut Self::Builder, value: Option<&i64>, n: usize) {
+        builder.push_n(value.copied(), n);
+    }
     fn read(array: &ArrayRef) -> Vec<Option<i64>> {
         array.as_primitive::<TimestampNanosecondType>().iter().collect()
     }
@@ -394,6 +458,9 @@ macro_rules! primitive_kind {
             }
             fn append(builder: &mut Self::Builder, value: Option<&$value>) {
                 builder.push(value.copied());
+            }
+            fn append_n(builder: &mut Self::Builder, value: Option<&$value>, n: usize) {
+                builder.push_n(value.copied(), n);
             }
             fn read(array: &ArrayRef) -> Vec<Option<$value>> {
                 array.as_primitive::<$arrow>().iter().collect()
@@ -464,17 +531,37 @@ mod tests {
 
     use super::*;
 
-    /// How a cell is appended: as null, as text, or as one of a few shared values (two of them with equal text at
-    /// different addresses).
+    /// How a cell is appended: as null, as text, as one of a few shared values (two of them with equal text at
+    /// different addresses), or as static text (the same).
     #[derive(Debug, Clone)]
     enum Cell {
         Null,
         Text(u8),
         Shared(usize),
+        Static(usize),
     }
 
     fn cell() -> impl Strategy<Value = Cell> {
-        prop_oneof![Just(Cell::Null), (0u8..5).prop_map(Cell::Text), (0usize..20).prop_map(Cell::Shared)]
+        prop_oneof![
+            Just(Cell::Null),
+            (0u8..5).prop_map(Cell::Text),
+            (0usize..20).prop_map(Cell::Shared),
+            (0usize..20).prop_map(Cell::Static)
+        ]
+    }
+
+    /// Twenty static texts over eight values, `v0` to `v7`: equal text at different addresses, and more addresses
+    /// than the builder remembers. Two of them share an address with another of another length (`v1` in `v12`).
+    fn statics() -> &'static [&'static str; 20] {
+        static STATICS: std::sync::LazyLock<[&'static str; 20]> = std::sync::LazyLock::new(|| {
+            let long: &'static str = String::from("v12").leak();
+            std::array::from_fn(|i| match i {
+                0 => &long[..2],
+                1 => long,
+                _ => format!("v{}", i % 8).leak(),
+            })
+        });
+        &STATICS
     }
 
     proptest! {
@@ -483,7 +570,7 @@ mod tests {
         /// time: after `finish_cloned` mid-way, at `finish`, and again for the next batch.
         #[test]
         fn dictionaries_are_what_one_cell_at_a_time_gives(
-            batches in proptest::collection::vec(proptest::collection::vec(cell(), 0..60), 1..4),
+            batches in proptest::collection::vec(proptest::collection::vec((cell(), 1usize..4), 0..60), 1..4),
             cut in any::<usize>(),
         ) {
             // Twenty shared values over eight texts: equal text at different addresses, and more addresses than the
@@ -494,27 +581,34 @@ mod tests {
                     Cell::Null => None,
                     Cell::Text(t) => Some(format!("v{t}")),
                     Cell::Shared(i) => Some(pool[*i].to_string()),
+                    Cell::Static(i) => Some(statics()[*i].to_owned()),
                 }
             };
             let mut builder = Dict::<Arc<str>>::builder(4);
             for cells in &batches {
                 let mut plain = StringDictionaryBuilder::<Int32Type>::new();
                 let cut = cut % (cells.len() + 1);
-                for (i, c) in cells.iter().enumerate() {
+                for (i, (c, n)) in cells.iter().enumerate() {
                     if i == cut {
                         let mut so_far = StringDictionaryBuilder::<Int32Type>::new();
-                        cells[..i].iter().for_each(|c| so_far.append_option(text(c)));
+                        for (c, n) in &cells[..i] {
+                            (0..*n).for_each(|_| so_far.append_option(text(c)));
+                        }
                         let expected: ArrayRef = Arc::new(so_far.finish());
                         prop_assert_eq!(&builder.finish_cloned(), &expected);
                     }
-                    plain.append_option(text(c));
-                    match c {
-                        Cell::Null => Dict::<Arc<str>>::append(&mut builder, None),
-                        Cell::Text(_) => builder.push(text(c).as_deref()),
-                        Cell::Shared(i) => Dict::<Arc<str>>::append(&mut builder, Some(&pool[*i])),
+                    (0..*n).for_each(|_| plain.append_option(text(c)));
+                    // A cell repeated is appended at once, with `append_n`, except a single one.
+                    match (c, *n) {
+                        (Cell::Null, 1) => Dict::<Arc<str>>::append(&mut builder, None),
+                        (Cell::Null, n) => Dict::<Arc<str>>::append_n(&mut builder, None, n),
+                        (Cell::Text(_), n) => (0..n).for_each(|_| builder.push(text(c).as_deref())),
+                        (Cell::Shared(i), 1) => Dict::<Arc<str>>::append(&mut builder, Some(&pool[*i])),
+                        (Cell::Shared(i), n) => Dict::<Arc<str>>::append_n(&mut builder, Some(&pool[*i]), n),
+                        (Cell::Static(i), n) => (0..n).for_each(|_| builder.push_static(statics()[*i])),
                     }
                 }
-                prop_assert_eq!(builder.len(), cells.len());
+                prop_assert_eq!(builder.len(), cells.iter().map(|(_, n)| n).sum::<usize>());
                 let expected: ArrayRef = Arc::new(plain.finish());
                 let got = builder.finish();
                 prop_assert_eq!(&got, &expected);
@@ -592,6 +686,20 @@ mod tests {
             assert_eq!(got.to_data(), want.to_data());
             assert_eq!(got.nulls().is_some(), want.nulls().is_some());
         }
+        // Runs given at once: 2 nulls, 3 × 4, none of 5, 1 null, 2 × 0, then 3 nulls to end the batch.
+        let mut plain = UInt32Builder::new();
+        plain.append_nulls(2);
+        plain.append_value_n(4, 3);
+        plain.append_null();
+        plain.append_value_n(0, 2);
+        plain.append_nulls(3);
+        let want = plain.finish();
+        let mut runs = U32::builder(0);
+        for (value, n) in [(None, 2), (Some(4), 3), (Some(5), 0), (None, 1), (Some(0), 2), (None, 0), (None, 3)] {
+            U32::append_n(&mut runs, value.as_ref(), n);
+        }
+        assert_eq!(runs.len(), 11);
+        assert_eq!(runs.finish().to_data(), want.to_data());
         // Timestamps keep their zone.
         let mut times = Time::builder(1);
         Time::append(&mut times, None);
