@@ -666,20 +666,19 @@ impl OpenRequests {
             }
         }
         while self.stats.len() > MAX_PENDING_STATS {
-            if let Some((rid, pending)) = self.stats.pop_lru() {
-                if self.stats_written_alone == 0 {
-                    sink.diagnostic(Diagnostic::new(
-                        line,
-                        DiagnosticKind::Inconsistent,
-                        format!(
-                            "the time-stats lines of more than {MAX_PENDING_STATS} requests wait for their Finish \
-                             line: the oldest are written alone (a later Finish line gives such a request a second row)"
-                        ),
-                    ));
-                }
-                self.stats_written_alone += pending.stages.len() as u64;
-                sink.request(standalone(rid, pending, ctx))?;
+            let Some((rid, pending)) = self.stats.pop_lru() else { break };
+            if self.stats_written_alone == 0 {
+                sink.diagnostic(Diagnostic::new(
+                    line,
+                    DiagnosticKind::Inconsistent,
+                    format!(
+                        "the time-stats lines of more than {MAX_PENDING_STATS} requests wait for their Finish \
+                         line: the oldest are written alone (a later Finish line gives such a request a second row)"
+                    ),
+                ));
             }
+            self.stats_written_alone += pending.stages.len() as u64;
+            sink.request(standalone(rid, pending, ctx))?;
         }
         Ok(())
     }
