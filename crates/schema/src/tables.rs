@@ -126,20 +126,22 @@ table! {
 impl SamplesBuilder {
     /// Appends one row per `(metric, value)` of `values`, each `row` with its metric and value replaced: what
     /// appending those rows one by one gives. The columns the rows share are appended once as a run, and the metric
-    /// names, static text, are matched by address (a log line's 5 to 8 samples each cost the writer's thread seven
-    /// column appends and four dictionary look-ups before).
+    /// names, static text, are matched by address (a log line's 5 to 10 samples each cost the writer's thread seven
+    /// column appends and four dictionary look-ups before). The row is taken apart field by field, so that a column
+    /// added to the table cannot be left out here.
     pub fn append_values(&mut self, row: &EngineSample, values: &[(&'static str, f64)]) {
         use crate::kind::ColumnKind;
+        let EngineSample { time, source, instance, metric: _, value: _, source_file, source_line } = row;
         let n = values.len();
-        Time::append_n(&mut self.time, Some(&row.time), n);
-        Dict::<Arc<str>>::append_n(&mut self.source, Some(&row.source), n);
-        Dict::<Arc<str>>::append_n(&mut self.instance, row.instance.as_ref(), n);
+        Time::append_n(&mut self.time, Some(time), n);
+        Dict::<Arc<str>>::append_n(&mut self.source, Some(source), n);
+        Dict::<Arc<str>>::append_n(&mut self.instance, instance.as_ref(), n);
         for &(metric, value) in values {
             self.metric.push_static(metric);
             F64::append(&mut self.value, Some(&value));
         }
-        Dict::<Arc<str>>::append_n(&mut self.source_file, row.source_file.as_ref(), n);
-        U64::append_n(&mut self.source_line, row.source_line.as_ref(), n);
+        Dict::<Arc<str>>::append_n(&mut self.source_file, source_file.as_ref(), n);
+        U64::append_n(&mut self.source_line, source_line.as_ref(), n);
         self.rows += n;
     }
 }

@@ -145,8 +145,7 @@ impl Adapter for SglangLog {
                     sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::MalformedRecord, what))
                 }
                 Message::Batch(batch) => {
-                    let OddKeys { unknown, unreadable } =
-                        batch.odd.map_or_else(|| OddKeys { unknown: Vec::new(), unreadable: Vec::new() }, |odd| *odd);
+                    let OddKeys { unknown, unreadable } = batch.odd.map(|odd| *odd).unwrap_or_default();
                     for key in unknown {
                         sink.diagnostic(Diagnostic::new(
                             line_no,
@@ -276,6 +275,7 @@ struct OwnedBatch {
 }
 
 /// Keys of a batch line that gave no sample.
+#[derive(Default)]
 struct OddKeys {
     unknown: Vec<String>,
     unreadable: Vec<String>,
@@ -409,9 +409,9 @@ fn access_by_regex(message: &str) -> Option<(&str, &str, &str)> {
 }
 
 /// [`access_by_regex`] for an ASCII `message`, without the regex engine (its backtracker was 1.6% of the CPU time
-/// of a generated SGLang log, where one line in thirteen is an access line). Each of the pattern's repeated parts is followed by a byte it cannot take, so
-/// its longest run is the only one that can match: `\S` is any byte but the six ASCII bytes Unicode counts as
-/// white space (with the vertical tab, which `is_ascii_whitespace` leaves out).
+/// of a generated SGLang log, where one line in thirteen is an access line). Each of the pattern's repeated parts is
+/// followed by a byte it cannot take, so its longest run is the only one that can match: `\S` is any byte but the
+/// six ASCII bytes Unicode counts as white space (with the vertical tab, which `is_ascii_whitespace` leaves out).
 fn access_ascii(message: &str) -> Option<(&str, &str, &str)> {
     let bytes = message.as_bytes();
     let space = |b: u8| matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ');
