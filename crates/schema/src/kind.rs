@@ -426,8 +426,10 @@ thread_local! {
 /// a few sizes, which the columns share with each other and with the batches after them (Arrow buffers are
 /// immutable and counted), instead of each column allocating and zeroing its own (on the Mooncake trace, 31 of the
 /// 44 request columns and 1.4 MiB a batch, written on the thread that folds the rows and freed on the encoder's).
-/// Each array still reports the memory of buffers of its length as if they were its own, so the sharing does not
-/// change the writer's accounting of the batches it holds (partitioned output).
+/// Each array reports the memory of buffers of its length as if they were its own: a null column what
+/// `new_null_array` reported, so the partitioned writer's accounting of the batches it holds does not see the
+/// sharing; a one-value dictionary column's keys their length, where the builder's keys reported the room they had
+/// (more in a batch shorter than the one before it: a table's last, or one ended by its lists' bytes).
 fn zeros<T: ArrowPrimitiveType>(n: usize, valid: bool) -> PrimitiveArray<T> {
     let values = ScalarBuffer::new(zero_buffer(n * size_of::<T::Native>()), 0, n);
     let nulls = (!valid).then(|| NullBuffer::new(BooleanBuffer::new(zero_buffer(n.div_ceil(8)), 0, n)));
@@ -789,6 +791,11 @@ mod tests {
             let [u64s, f64s, times, u32s, u16s, absent, one] = batch();
 
             // What appending the cells one by one gives, and the memory it reports.
+            assert_eq!(
+                one.as_dictionary::<Int32Type>().keys().get_array_memory_size(),
+                PrimitiveArray::<Int32Type>::from(vec![0; n]).get_array_memory_size(),
+                "{n}: one-value keys report their length"
+            );
             let nulls: ArrayRef = Arc::new(UInt64Array::from(vec![None; n]));
             assert_eq!(u64s.to_data(), nulls.to_data(), "{n}");
             assert_eq!((u64s.null_count(), f64s.null_count(), u16s.null_count()), (n, n, n));
