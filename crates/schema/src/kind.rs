@@ -140,9 +140,9 @@ impl<T: Text> ColumnKind for Dict<T> {
     }
 }
 
-/// A dictionary column's builder: the keys and dictionary that [`StringDictionaryBuilder`] gives when the cells
-/// are appended one at a time (first-appearance order, nulls as null keys), at a fraction of the cost for the
-/// columns these tables have.
+/// A dictionary column's builder: the keys and dictionary that arrow's
+/// [`StringDictionaryBuilder`](arrow::array::StringDictionaryBuilder) gives when the cells are appended one at a time
+/// (first-appearance order, nulls as null keys), at a fraction of the cost for the columns these tables have.
 ///
 /// - **Runs.** The rows of one input repeat their `source`, `source_file` and `instance`: a cell equal to the one
 ///   before extends the pending run, appended at once, with no dictionary lookup (looking each cell up again was
