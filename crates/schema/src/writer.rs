@@ -22,20 +22,25 @@
 //! of a row group of fewer than [`COPIED_ROWS`] rows, for which making a chunk costs more than it saves.
 //!
 //! Row groups end where `ArrowWriter`'s would, at the properties' maximum number of rows or when [`flush`] is
-//! called. The one difference a caller can see is [`in_progress_size`]: a column held back adds nothing to it, where
-//! `ArrowWriter` counts its pending page (for a dictionary column of one value, about one byte per eight rows, and
-//! the value) and its finished pages (tens of bytes each), so a row group closed by its size
-//! ([`crate::ROW_GROUP_BYTES`]) could close a batch later. On every input of the benchmarks, every file is the same
-//! as `ArrowWriter`'s (`docs/performance.md`, twenty-fourth pass).
+//! called. What a caller can see differ is [`in_progress_size`] and [`memory_size`]: a column held back adds nothing
+//! to them, where `ArrowWriter` counts its pending page (for a dictionary column of one value, about one byte per
+//! eight rows, and the value) and its finished pages (tens of bytes each); so a row group closed by its size
+//! ([`crate::ROW_GROUP_BYTES`]), or by the partitioned writer's bound on the memory of its open row groups, could close
+//! a batch later. On every input of the benchmarks, every file is the same as `ArrowWriter`'s (`docs/performance.md`,
+//! twenty-fourth pass). Not supported, as the tables do not use them: content-defined chunking, a maximum row group
+//! size in bytes (both refused), and encryption (the `encryption` feature of `parquet` is off: a copied page's
+//! authentication data would name another row group).
 //!
 //! [`flush`]: TableFileWriter::flush
 //! [`in_progress_size`]: TableFileWriter::in_progress_size
+//! [`memory_size`]: TableFileWriter::memory_size
 
 use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, Int32Array, RecordBatch, StringArray, new_null_array};
+use arrow::buffer::NullBuffer;
 use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
@@ -45,7 +50,6 @@ use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataOptions, ParquetMetaDataReader};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::ColumnPath;
 
 /// Bytes of the chunks kept for the row groups to come (their one-column files, which hold each chunk and, in the
 /// footer, its metadata), the least recently used let go first. A chunk of a dictionary column of one value in a
@@ -223,17 +227,19 @@ struct Chunk {
 }
 
 impl<W: Write + Send> TableFileWriter<W> {
-    /// A writer of `schema` to `out`, with `properties` (whose maximum row count ends row groups; a maximum size is
-    /// not supported), keeping its chunks of one value in `chunks` (shared with writers of the same schema and
-    /// properties, or its own).
+    /// A writer of `schema` to `out`, with `properties` (whose maximum row count ends row groups; a maximum size, and
+    /// content-defined chunking, are not supported), keeping its chunks of one value in `chunks` (shared with writers
+    /// of the same schema and properties, or its own).
     pub(crate) fn try_new(
         out: W,
         schema: SchemaRef,
         properties: WriterProperties,
         chunks: SharedChunks,
     ) -> Result<Self> {
-        if properties.max_row_group_bytes().is_some() {
-            return Err(ParquetError::General("TableFileWriter does not end row groups by their size".to_owned()));
+        if properties.max_row_group_bytes().is_some() || properties.content_defined_chunking().is_some() {
+            return Err(ParquetError::General(
+                "TableFileWriter ends row groups by rows only, and pages without content-defined chunking".to_owned(),
+            ));
         }
         let max_rows = properties.max_row_group_row_count().unwrap_or(usize::MAX);
         // The file as `ArrowWriter` starts it (the schema, the Arrow schema in the metadata), and its column writers.
@@ -246,10 +252,11 @@ impl<W: Write + Send> TableFileWriter<W> {
             let count = compute_leaves(field, &new_null_array(field.data_type(), 0))?.len();
             leaves.push((start, count));
             start += count;
-            let bloom_filter = properties.bloom_filter_properties(&ColumnPath::new(vec![field.name().clone()]));
+            let bloom_filter = (start - count..start)
+                .any(|leaf| properties.bloom_filter_properties(file.schema_descr().column(leaf).path()).is_some());
             holdable.push(match field.data_type() {
                 // A chunk copied would lack the column's bloom filter, which the file's footer does not hold.
-                _ if count != 1 || bloom_filter.is_some() => Holdable::No,
+                _ if count != 1 || bloom_filter => Holdable::No,
                 DataType::Dictionary(key, value) if **key == DataType::Int32 && **value == DataType::Utf8 => {
                     Holdable::Text
                 }
@@ -262,6 +269,13 @@ impl<W: Write + Send> TableFileWriter<W> {
 
     /// Writes `batch`, ending the row group (and starting the next) where it reaches the maximum row count.
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_columns() != self.schema.fields().len() {
+            return Err(ParquetError::General(format!(
+                "a batch of {} columns for a table of {}",
+                batch.num_columns(),
+                self.schema.fields().len()
+            )));
+        }
         let mut rest = batch.clone();
         while rest.num_rows() > 0 {
             if self.group.is_none() {
@@ -277,7 +291,7 @@ impl<W: Write + Send> TableFileWriter<W> {
                 let field = self.schema.field(index);
                 let (start, count) = self.leaves[index];
                 let writers = &mut group.writers[start..start + count];
-                let value = value_of(self.holdable[index], column);
+                let value = value_of(self.holdable[index], field, column);
                 match (&mut group.held[index], value) {
                     (held @ Held::Open, Some(value)) => *held = Held::Value { value, lengths: vec![now.num_rows()] },
                     (Held::Value { value: kept, lengths }, Some(value)) if *kept == value => {
@@ -364,15 +378,24 @@ impl<W: Write + Send> TableFileWriter<W> {
 }
 
 /// The value `column` has in every row, if it can be held back as `holdable` says: `Some(None)` when it has none.
-fn value_of(holdable: Holdable, column: &ArrayRef) -> Option<Value> {
-    if holdable == Holdable::No || column.is_empty() {
+///
+/// Only arrays that the column writer takes as [`filled`]'s are held: of the field's type (a compatible one, which
+/// `ArrowWriter` accepts, is written), of no value only where the field is nullable (else the writer refuses the
+/// batch, as `ArrowWriter` does, when it is written), and of one value without a null buffer where the field is
+/// nullable (the writer takes the rows of a column with definition levels that vary, as it sees one with a null
+/// buffer even without a null in it, 1,024 at a time, and of one without, as many as a page holds: its pages would end
+/// elsewhere). A null buffer without nulls comes, for one, from a batch split at a row group's end.
+fn value_of(holdable: Holdable, field: &Field, column: &ArrayRef) -> Option<Value> {
+    if holdable == Holdable::No || column.is_empty() || column.data_type() != field.data_type() {
         return None;
     }
-    let nulls = column.logical_null_count();
+    let logical = column.logical_nulls();
+    let nulls = logical.as_ref().map_or(0, NullBuffer::null_count);
     if nulls == column.len() {
-        return Some(None);
+        return field.is_nullable().then_some(None);
     }
-    if holdable != Holdable::Text || nulls != 0 {
+    // Where the field is not nullable, no row is null here: all the keys are equal below, or it is not held.
+    if holdable != Holdable::Text || (field.is_nullable() && logical.is_some()) {
         return None;
     }
     let dictionary = column.as_dictionary::<Int32Type>();
@@ -456,6 +479,7 @@ mod tests {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::basic::{Compression, ZstdLevel};
     use parquet::file::properties::EnabledStatistics;
+    use parquet::schema::types::ColumnPath;
     use proptest::prelude::*;
 
     fn text() -> DataType {
@@ -500,6 +524,12 @@ mod tests {
         Mixed(usize),
         /// This value, and no value in every third row (whose keys the builder leaves at 0, the first value's).
         Gaps(usize),
+        /// This value in every row, the keys with a null buffer without a null.
+        Valid(usize),
+        /// This value in every row, of a dictionary holding a null value too (unused).
+        NullValue(usize),
+        /// This value until this row, no value after.
+        Tail(usize, usize),
     }
 
     const NAMES: [&str; 3] = ["vllm-log", "node-7:8000", "a value longer than a usual instance name, past forty bytes"];
@@ -523,6 +553,8 @@ mod tests {
                 Cells::Mixed(_) => builder.append_value(NAMES[(row + start) % NAMES.len()]),
                 Cells::Gaps(_) if (row + start).is_multiple_of(3) => builder.append_null(),
                 Cells::Gaps(name) => builder.append_value(NAMES[name]),
+                Cells::Tail(_, from) if row >= from => builder.append_null(),
+                Cells::Valid(name) | Cells::NullValue(name) | Cells::Tail(name, _) => builder.append_value(NAMES[name]),
             }
         }
         let array = builder.finish();
@@ -531,6 +563,14 @@ mod tests {
                 // Every key valid, pointing at a null value.
                 let values = StringArray::from(vec![Some("unused"), None]);
                 Arc::new(DictionaryArray::<Int32Type>::new(Int32Array::from(vec![1; rows]), Arc::new(values)))
+            }
+            Cells::Valid(_) => {
+                let keys = Int32Array::new(array.keys().values().clone(), Some(NullBuffer::new_valid(rows)));
+                Arc::new(DictionaryArray::<Int32Type>::new(keys, array.values().clone()))
+            }
+            Cells::NullValue(_) => {
+                let values = StringArray::from(NAMES.iter().map(|&name| Some(name)).chain([None]).collect::<Vec<_>>());
+                Arc::new(DictionaryArray::<Int32Type>::new(array.keys().clone(), Arc::new(values)))
             }
             _ => Arc::new(array),
         }
@@ -616,7 +656,7 @@ mod tests {
 
     #[test]
     fn held_columns_are_written_as_arrow_writer_writes_them() {
-        use Cells::{All, Gaps, Mixed, Null};
+        use Cells::{All, Gaps, Mixed, Null, NullValue, Tail, Valid};
         let steps = [
             // Row groups 0 and 1: one source and instance throughout, tokens and hashes null: four columns made,
             // then copied into the next row group, the same in batches of the same lengths.
@@ -643,7 +683,18 @@ mod tests {
             Step::Flush,
             rows(4500, 2, Null(true), true),
             Step::Flush,
-            // A batch across two row groups, then a last row group shorter than [`COPIED_ROWS`]: written, not held.
+            // Row groups A and B: the instance of one value, but with a null buffer (without a null), then of a
+            // dictionary holding a null: its definition levels are taken as varying, so it is written.
+            rows(3000, 0, Valid(1), true),
+            rows(3000, 0, Valid(1), true),
+            rows(3000, 0, NullValue(2), true),
+            rows(3000, 0, NullValue(2), true),
+            // Row group C: the instance of one value, held; then a batch across two row groups whose part in this
+            // one has that value throughout but a null buffer (its nulls are in the next row group's part).
+            rows(4000, 0, All(1), true),
+            rows(4000, 0, Tail(1, 3000), true),
+            // Row group D, the rest of it and the start of a batch across two row groups; then a last row group
+            // shorter than [`COPIED_ROWS`]: written, not held.
             rows(7000, 0, All(0), true),
             rows(100, 0, All(0), true),
         ];
@@ -653,20 +704,57 @@ mod tests {
         // Row groups of 6,000 rows at most. 0 (the first three batches): source, instance, tokens, hashes made; 1:
         // all four copied; 2: source made; 3: source (another value), tokens and hashes made (the instance null,
         // then not); 3b: source, tokens and hashes copied (the instance has gaps); 4 (4,500 rows): source,
-        // instance, tokens, hashes written; 5 (the same): all four made; 6 (the first 6,000 rows of the 7,000):
-        // source, instance, tokens, hashes made; 7: 1,100 rows, written.
-        assert_eq!((copied, made), (4 + 3, 4 + 1 + 3 + 4 + 4));
+        // instance, tokens, hashes written; 5 (the same): all four made; A: source made, tokens and hashes copied
+        // (from 3); B: the three copied; C: source, tokens, hashes made (lengths 4,000 and 2,000), the instance
+        // written; D (2,000 and 4,000): the same; E: 3,100 rows, written.
+        assert_eq!((copied, made), (4 + 3 + 2 + 3, 4 + 1 + 3 + 4 + 1 + 3 + 3));
         // A second file (another partition of the table) shares the chunks: it makes none, and copies every held
-        // column of its row groups of more than 1,100 rows, row group 4's too.
+        // column of its row groups of more than 3,100 rows, row group 4's too.
         let (arrow, ours, (copied, made)) = both(&steps, &chunks);
         assert!(arrow == ours, "the files differ ({} and {} bytes)", arrow.len(), ours.len());
-        assert_eq!((copied, made), (7 + 4 + 4 + 1 + 3 + 3 + 4 + 4 + 4, 16));
+        assert_eq!((copied, made), (12 + 4 + 4 + 1 + 3 + 3 + 4 + 4 + 3 + 3 + 3 + 3, 19));
         // With room for one chunk of about 700 bytes, a chunk is let go for the next one made (the least recently
         // used first): the full row groups that copied theirs make them again, and the files are still the same.
         let chunks = Arc::new(Mutex::new(Chunks::with_limit(1000)));
         let (arrow, ours, (copied, made)) = both(&steps, &chunks);
         assert!(arrow == ours, "the files differ ({} and {} bytes)", arrow.len(), ours.len());
-        assert_eq!((copied, made), (0, 4 + 4 + 1 + 3 + 3 + 4 + 4));
+        assert_eq!((copied, made), (0, 4 + 4 + 1 + 3 + 3 + 4 + 3 + 3 + 3 + 3));
+    }
+
+    #[test]
+    fn batches_arrow_writer_refuses_or_takes_as_compatible_are_refused_or_taken() {
+        // A `source` (not nullable) whose keys point at a null value: both writers refuse it as it is written.
+        let mut given = batch(5000, 0, 0, Cells::All(1), true).columns().to_vec();
+        let values = StringArray::from(vec![Some("unused"), None]);
+        given[1] = Arc::new(DictionaryArray::<Int32Type>::new(Int32Array::from(vec![1; 5000]), Arc::new(values)));
+        let nulls = RecordBatch::try_new(schema(), given).expect("nulls only in the dictionary's values");
+        let mut arrow = ArrowWriter::try_new(Vec::new(), schema(), Some(properties())).expect("a writer");
+        let mut ours =
+            TableFileWriter::try_new(Vec::new(), schema(), properties(), SharedChunks::default()).expect("a writer");
+        assert!(arrow.write(&nulls).is_err());
+        assert!(ours.write(&nulls).is_err());
+        // An `instance` of plain text (`ArrowWriter` takes it for the dictionary of the schema): written, not held.
+        let plain_schema = {
+            let mut fields: Vec<Field> = schema().fields().iter().map(|field| field.as_ref().clone()).collect();
+            fields[2] = Field::new("instance", DataType::Utf8, true);
+            Arc::new(Schema::new(fields))
+        };
+        let mut arrow = ArrowWriter::try_new(Vec::new(), schema(), Some(properties())).expect("a writer");
+        let mut ours =
+            TableFileWriter::try_new(Vec::new(), schema(), properties(), SharedChunks::default()).expect("a writer");
+        for start in [0, 5000] {
+            let mut columns = batch(5000, start, 0, Cells::All(1), true).columns().to_vec();
+            columns[2] = arrow::compute::cast(&columns[2], &DataType::Utf8).expect("text");
+            let plain = RecordBatch::try_new(plain_schema.clone(), columns).expect("a valid batch");
+            arrow.write(&plain).expect("written");
+            ours.write(&plain).expect("written");
+        }
+        assert!(arrow.into_inner().expect("closed") == ours.into_inner().expect("closed"));
+        // A batch of another number of columns than the table's: refused.
+        let mut ours =
+            TableFileWriter::try_new(Vec::new(), schema(), properties(), SharedChunks::default()).expect("a writer");
+        let short = batch(10, 0, 0, Cells::All(1), true).project(&[0, 1]).expect("two columns");
+        assert!(ours.write(&short).is_err());
     }
 
     #[test]
@@ -700,6 +788,9 @@ mod tests {
             any::<bool>().prop_map(Cells::Null),
             (0usize..3000).prop_map(Cells::Mixed),
             (0..NAMES.len()).prop_map(Cells::Gaps),
+            (0..NAMES.len()).prop_map(Cells::Valid),
+            (0..NAMES.len()).prop_map(Cells::NullValue),
+            (0..NAMES.len(), 0usize..7000).prop_map(|(name, from)| Cells::Tail(name, from)),
         ]
     }
 
