@@ -55,12 +55,12 @@ use parquet::file::writer::SerializedFileWriter;
 /// footer, its metadata), the least recently used let go first. A chunk of a dictionary column of one value in a
 /// full row group takes about 700 bytes (eight pages), so this keeps about ninety: every column of a table, for full
 /// row groups and for the shorter last ones of input files.
-pub(crate) const CHUNK_BYTES_KEPT: usize = 64 << 10;
+const CHUNK_BYTES_KEPT: usize = 64 << 10;
 
 /// Rows a row group must hold for its held columns to be copied from a chunk made for them: below that, making the
 /// chunk (a one-column Parquet file, written and read back: 70–80 µs for a full row group here) costs more than
 /// encoding the rows.
-pub(crate) const COPIED_ROWS: usize = 4096;
+const COPIED_ROWS: usize = 4096;
 
 /// Keys of row groups that were not full and had no chunk made, kept to tell when such lengths come again (a few
 /// hundred bytes each).
