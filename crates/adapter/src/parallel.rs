@@ -12,19 +12,26 @@
 //! count is rayon's ([`rayon::current_num_threads`]): the CLI runs `normalize` inside a pool of `--threads` threads;
 //! with one thread, lines are prepared and folded one at a time without copying.
 //!
-//! Memory stays bounded: at most three batches of `2 × threads` chunks are alive (one folded, one prepared, one
-//! read), each chunk at most [`CHUNK_BYTES`] (a line longer than a chunk makes a chunk of its own, up to the line
-//! length limit) and a batch ends once it holds [`BATCH_BYTES`] of input, so it holds less than that and one more
-//! chunk, however long the lines and however many the threads. What `prepare` makes of a line can be several times
-//! its size (a Mooncake record is about 4×), hence the small batches. Chunk buffers come from, and go back to, a
-//! process-wide bin ([`SPARE_CHUNKS`]), so a chunk may have more room than it needs: at most the bin's 32 MiB more in
-//! all.
+//! The calling thread reads the input into chunks and folds them; the pool's other threads prepare the chunks read
+//! ahead, and the folding thread prepares any chunk it comes to that no other thread has taken (see
+//! [`map_lines_with`]): where the other cores are busy, preparing falls back on the folding thread, which then costs
+//! little more than on one thread (the copy of the lines into chunks).
+//!
+//! Memory stays bounded: at most `4 × threads` chunks are read and not yet folded, and no more are read once those
+//! hold [`AHEAD_BYTES`] (but always the one the fold needs next), each chunk at most [`CHUNK_BYTES`] (a line longer
+//! than a chunk makes a chunk of its own, up to the line length limit), however long the lines and however many the
+//! threads; only as many chunk buffers are made as chunks are read ahead at once. What `prepare` makes of a line can
+//! be several times its size (a Mooncake record is about 4×), hence the small chunks. Chunk buffers come from, and go
+//! back to, a process-wide bin ([`SPARE_CHUNKS`]), so a chunk may have more room than it needs: at most the bin's
+//! 32 MiB more in all.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::io::{self, BufRead};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 
 use crate::lines::{LineReader, OVERLONG};
@@ -34,18 +41,17 @@ use crate::{Diagnostic, DiagnosticKind, ParseError, Sink, json, utf8_line};
 /// Most bytes of input per chunk handed to a worker: enough that a chunk's bookkeeping is negligible.
 pub const CHUNK_BYTES: usize = 256 << 10;
 
-/// Most bytes of input in one batch, whatever the thread count (many threads get smaller chunks).
-pub const BATCH_BYTES: usize = 4 << 20;
+/// Most bytes of input read ahead of the fold, whatever the thread count (many threads get smaller chunks).
+pub const AHEAD_BYTES: usize = 8 << 20;
 
-/// Fewest lines a batch holds per thread, up to [`BATCH_BYTES`]: a batch of `2 × threads` chunks of a few long lines
-/// each (a vLLM log's prompts, 3 to 180 KB) gives each thread one or two lines of very different cost, and the
-/// threads wait for the slowest at every batch's end.
-pub const BATCH_LINES_PER_THREAD: usize = 32;
+/// Chunks read ahead of the fold per thread, up to [`AHEAD_BYTES`]: enough that a thread that finished a chunk
+/// finds another to prepare while the fold is still on an earlier one.
+pub const CHUNKS_PER_THREAD: usize = 4;
 
 /// The buffers of chunks whose input ended, for the next input's chunks, which may be cut on another thread (the
 /// CLI parses files read ahead together on the pool's threads). It holds at most about what the inputs parsed at
-/// once have in flight (three batches each, a window of files at most 16 MiB of text), and no buffer grown past
-/// four chunks for a long line. With a new buffer for every chunk of every file, the peak memory of 254 gzip'd
+/// once have in flight (the chunks each reads ahead, a window of files at most 16 MiB of text), and no buffer grown
+/// past four chunks for a long line. With a new buffer for every chunk of every file, the peak memory of 254 gzip'd
 /// parts of a vLLM log grew with the thread count (about 345 MiB with eight threads and 670 with thirty-two; with
 /// this bin, 245 and 380; see `docs/performance.md`).
 static SPARE_CHUNKS: SpareBuffers = SpareBuffers::new(32 << 20, 4 * CHUNK_BYTES);
@@ -86,19 +92,9 @@ where
     E: From<io::Error>,
 {
     let threads = if SEQUENTIAL.with(Cell::get) { 1 } else { rayon::current_num_threads() };
-    let chunk_bytes = (BATCH_BYTES / (2 * threads)).clamp(16 << 10, CHUNK_BYTES);
-    map_lines_with(
-        lines,
-        threads,
-        Batches {
-            chunk_bytes,
-            batch_bytes: BATCH_BYTES,
-            batch_lines: BATCH_LINES_PER_THREAD * threads,
-            spare: &SPARE_CHUNKS,
-        },
-        prepare,
-        fold,
-    )
+    let chunks = CHUNKS_PER_THREAD * threads;
+    let chunk_bytes = (AHEAD_BYTES / chunks).clamp(16 << 10, CHUNK_BYTES);
+    map_lines_with(lines, threads, Cut { chunk_bytes, chunks, bytes: AHEAD_BYTES, spare: &SPARE_CHUNKS }, prepare, fold)
 }
 
 thread_local! {
@@ -155,24 +151,32 @@ where
     })
 }
 
-/// How [`map_lines_with`] cuts its input: chunks of about `chunk_bytes` (a longer line makes a chunk of its own), and
-/// batches of `2 × threads` chunks, or more while they hold fewer than `batch_lines` lines, that stop once they hold
-/// `batch_bytes` (so long lines, each a chunk, cannot make a batch of `2 × threads` of them: 64 vLLM
-/// `Received request` lines of 180 KB each on 32 threads).
+/// How [`map_lines_with`] cuts its input and how far it reads ahead: chunks of about `chunk_bytes` (a longer line
+/// makes a chunk of its own), at most `chunks` of them read and not yet folded, and no more read once those hold
+/// `bytes` (but always the one the fold needs next).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Batches {
+pub(crate) struct Cut {
     pub chunk_bytes: usize,
-    pub batch_bytes: usize,
-    pub batch_lines: usize,
+    pub chunks: usize,
+    pub bytes: usize,
     /// Where chunk buffers come from and go back to.
     pub spare: &'static SpareBuffers,
 }
 
 /// [`map_lines`] with an explicit thread count and cut, so tests can cut an input into many small chunks.
+///
+/// With several threads, the calling thread reads chunks ahead into slots and folds them in order. While fewer jobs
+/// than the pool's other threads are out, each chunk read starts a job on the pool, which prepares the newest chunk
+/// no thread has taken, and the next, until none is left. The folding thread prepares a chunk itself when it comes
+/// to one no job has taken, and waits only for one a job is preparing. So the fold never waits for a whole batch to
+/// be prepared (the threads of an earlier version met at the end of every batch of chunks: the vLLM log took 13%
+/// longer on two threads than on one), the jobs work at the far end of the chunks read while the folding thread
+/// works at the near end, and where the other cores are busy (reading and hashing the input, encoding the tables),
+/// preparing falls back on the folding thread chunk by chunk, as on one thread.
 pub(crate) fn map_lines_with<R, T, E>(
     lines: &mut LineReader<R>,
     threads: usize,
-    cut: Batches,
+    cut: Cut,
     prepare: impl Fn(&[u8]) -> T + Sync,
     mut fold: impl FnMut(u64, &[u8], T, &[T]) -> Result<(), E>,
 ) -> Result<(), E>
@@ -188,30 +192,128 @@ where
         }
         return Ok(());
     }
-    let batch_chunks = 2 * threads;
-    let mut spare: Vec<Chunk<T>> = Vec::new();
-    let mut current = read_batch(lines, batch_chunks, cut, &mut spare)?;
-    current.par_iter_mut().for_each(|chunk| chunk.prepare(&prepare));
-    let mut next = read_batch(lines, batch_chunks, cut, &mut spare)?;
-    while !current.is_empty() {
-        // Prepare the next batch on the pool while this thread folds the current one and then reads the one after.
-        let (folded, read) = rayon::in_place_scope(|scope| {
-            let to_prepare = &mut next;
-            let prepare = &prepare;
-            scope.spawn(move |_| to_prepare.par_iter_mut().for_each(|chunk| chunk.prepare(prepare)));
-            let folded = current.iter_mut().try_for_each(|chunk| chunk.fold(&mut fold));
-            let read = match folded {
-                Ok(()) => read_batch(lines, batch_chunks, cut, &mut spare).map(Some),
-                Err(_) => Ok(None),
-            };
-            (folded, read)
-        });
-        folded?;
-        let after = read?.unwrap_or_default();
-        spare.append(&mut current);
-        current = std::mem::replace(&mut next, after);
+    let slots = Slots::new(cut.chunks.max(2), cut.spare);
+    let (prepare, slots) = (&prepare, &slots);
+    rayon::in_place_scope(|scope| {
+        // The slots of the chunks read and not yet folded, in input order, with their sequence numbers; the slots
+        // free, the last freed on top, so that only as many slots (and buffers) are ever used as chunks are read
+        // ahead at once.
+        let mut ahead: VecDeque<(usize, usize)> = VecDeque::with_capacity(slots.len());
+        let mut free: Vec<usize> = (0..slots.len()).rev().collect();
+        let (mut sequence, mut bytes_ahead, mut input_ended) = (0, 0, false);
+        loop {
+            while !input_ended && ahead.len() < slots.len() && (ahead.is_empty() || bytes_ahead < cut.bytes) {
+                let index = free.pop().expect("a slot is free while fewer chunks than slots are read ahead");
+                let mut slot = slots.lock(index);
+                slot.chunk.read(lines, cut)?;
+                if slot.chunk.lines.is_empty() {
+                    free.push(index);
+                    input_ended = true;
+                    break;
+                }
+                bytes_ahead += slot.chunk.data.len();
+                slot.state = SlotState::Read;
+                sequence += 1;
+                slots.waiting[index].store(sequence, Ordering::Release);
+                drop(slot);
+                ahead.push_back((index, sequence));
+                // A job prepares chunks until none waits; no more of them than the other threads.
+                if slots.jobs.load(Ordering::Acquire) < threads - 1 {
+                    slots.jobs.fetch_add(1, Ordering::AcqRel);
+                    scope.spawn(move |_| {
+                        while slots.prepare_newest(prepare) {}
+                        slots.jobs.fetch_sub(1, Ordering::AcqRel);
+                    });
+                }
+            }
+            let Some((index, sequence)) = ahead.pop_front() else { return Ok(()) };
+            // No job is to take it now; if one has, the lock waits for it to finish.
+            let _ = slots.waiting[index].compare_exchange(sequence, 0, Ordering::AcqRel, Ordering::Relaxed);
+            let mut slot = slots.lock(index);
+            if slot.state == SlotState::Read {
+                slot.chunk.prepare(prepare);
+            }
+            slot.state = SlotState::Empty;
+            // Folded out of its slot, so that no lock is held while the fold runs (a job that took this chunk and
+            // found it prepared by this thread waits for nothing).
+            let mut chunk = std::mem::replace(&mut slot.chunk, Chunk::new(cut.spare));
+            drop(slot);
+            bytes_ahead -= chunk.data.len();
+            let folded = chunk.fold(&mut fold);
+            chunk.shrink(cut.chunk_bytes);
+            slots.lock(index).chunk = chunk;
+            folded?;
+            free.push(index);
+        }
+    })
+}
+
+/// The chunks read ahead of the fold, each in a slot of its own.
+struct Slots<T> {
+    slots: Vec<Mutex<Slot<T>>>,
+    /// Each slot's chunk's sequence number (from 1) while it is read and no thread has taken it, else 0: where the
+    /// jobs look for work without taking the slots' locks.
+    waiting: Vec<AtomicUsize>,
+    /// Jobs running or waiting to run.
+    jobs: AtomicUsize,
+}
+
+/// A chunk and how far it got. Whichever thread locks a `Read` slot first prepares its chunk, holding the lock.
+struct Slot<T> {
+    chunk: Chunk<T>,
+    state: SlotState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    /// Folded, or never used.
+    Empty,
+    /// Read and waiting to be prepared.
+    Read,
+    /// Prepared by a job and waiting to be folded.
+    Prepared,
+}
+
+impl<T> Slots<T> {
+    fn new(count: usize, spare: &'static SpareBuffers) -> Self {
+        let slot = || Mutex::new(Slot { chunk: Chunk::new(spare), state: SlotState::Empty });
+        Self {
+            slots: (0..count).map(|_| slot()).collect(),
+            waiting: (0..count).map(|_| AtomicUsize::new(0)).collect(),
+            jobs: AtomicUsize::new(0),
+        }
     }
-    Ok(())
+
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Slot `index`. A job that panicked while preparing its chunk left it `Read`, so the fold's thread prepares it
+    /// again.
+    fn lock(&self, index: usize) -> MutexGuard<'_, Slot<T>> {
+        self.slots[index].lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A job's work: prepares the newest chunk read that no thread has taken, if there is one (and says so).
+    fn prepare_newest(&self, prepare: &(impl Fn(&[u8]) -> T + Sync)) -> bool {
+        loop {
+            let newest = (self.waiting.iter().enumerate())
+                .map(|(index, waiting)| (waiting.load(Ordering::Acquire), index))
+                .max()
+                .filter(|&(sequence, _)| sequence > 0);
+            let Some((sequence, index)) = newest else { return false };
+            // Taken by another job or the fold in the meantime: look again.
+            if self.waiting[index].compare_exchange(sequence, 0, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                continue;
+            }
+            let mut slot = self.lock(index);
+            if slot.state == SlotState::Read {
+                slot.chunk.prepare(prepare);
+                slot.state = SlotState::Prepared;
+            }
+            return true;
+        }
+    }
 }
 
 /// Whole lines of the input, copied, with what `prepare` made of each. Its buffer goes back to `spare` when it is
@@ -233,11 +335,38 @@ impl<T> Drop for Chunk<T> {
 }
 
 impl<T> Chunk<T> {
+    /// An empty chunk, without a buffer until it reads lines.
+    fn new(spare: &'static SpareBuffers) -> Self {
+        Self { spare, first: 0, data: Vec::new(), lines: Vec::new(), prepared: Vec::new() }
+    }
+
     fn line(&self, i: usize) -> &[u8] {
         match &self.lines[i] {
             Some(range) => &self.data[range.clone()],
             None => OVERLONG,
         }
+    }
+
+    /// Reads the next lines into the chunk, until it holds `cut.chunk_bytes` or the input ends: none at the end.
+    /// Its buffer comes from `spare` the first time, and is made a chunk and a quarter large once it holds a line
+    /// (not before: a read at the input's end makes none).
+    fn read<R: BufRead>(&mut self, lines: &mut LineReader<R>, cut: Cut) -> io::Result<()> {
+        if self.data.capacity() == 0 {
+            self.data = self.spare.take();
+        }
+        self.data.clear();
+        self.lines.clear();
+        self.first = lines.lines_read() + 1;
+        while self.data.len() < cut.chunk_bytes {
+            // Read straight into the chunk: a line is copied out of the reader's buffer once, not twice.
+            let start = self.data.len();
+            let Some(kept) = lines.append_line(&mut self.data)? else { break };
+            self.lines.push(kept.then_some(start..self.data.len()));
+            if self.lines.len() == 1 {
+                self.data.reserve((cut.chunk_bytes + (cut.chunk_bytes >> 2)).saturating_sub(self.data.len()));
+            }
+        }
+        Ok(())
     }
 
     fn prepare(&mut self, prepare: &(impl Fn(&[u8]) -> T + Sync)) {
@@ -266,43 +395,13 @@ impl<T> Chunk<T> {
         self.prepared = prepared;
         result
     }
-}
 
-/// Reads `chunks` chunks of about `cut.chunk_bytes` each, or more while they hold fewer than `cut.batch_lines` lines,
-/// and no more once they hold `cut.batch_bytes`, reusing the buffers of `spare`; empty at the end.
-fn read_batch<R: BufRead, T>(
-    lines: &mut LineReader<R>,
-    chunks: usize,
-    cut: Batches,
-    spare: &mut Vec<Chunk<T>>,
-) -> io::Result<Vec<Chunk<T>>> {
-    let chunk_bytes = cut.chunk_bytes;
-    let mut batch = Vec::with_capacity(chunks);
-    let (mut bytes, mut lines_in) = (0, 0);
-    while (batch.len() < chunks || lines_in < cut.batch_lines) && (batch.is_empty() || bytes < cut.batch_bytes) {
-        let mut chunk = spare.pop().unwrap_or_else(|| {
-            let mut data = cut.spare.take();
-            data.reserve(chunk_bytes + (chunk_bytes >> 2));
-            Chunk { spare: cut.spare, first: 0, data, lines: Vec::new(), prepared: Vec::new() }
-        });
-        chunk.data.clear();
-        chunk.lines.clear();
-        chunk.first = lines.lines_read() + 1;
-        while chunk.data.len() < chunk_bytes {
-            // Read straight into the chunk: a line is copied out of the reader's buffer once, not twice.
-            let start = chunk.data.len();
-            let Some(kept) = lines.append_line(&mut chunk.data)? else { break };
-            chunk.lines.push(kept.then_some(start..chunk.data.len()));
+    /// Frees a buffer a long line grew past four chunks, rather than keep it for the rest of the input.
+    fn shrink(&mut self, chunk_bytes: usize) {
+        if self.data.capacity() > 4 * chunk_bytes {
+            self.data = Vec::new();
         }
-        if chunk.lines.is_empty() {
-            spare.push(chunk);
-            break;
-        }
-        bytes += chunk.data.len();
-        lines_in += chunk.lines.len();
-        batch.push(chunk);
     }
-    Ok(batch)
 }
 
 #[cfg(test)]
@@ -319,7 +418,7 @@ mod tests {
         seen
     }
 
-    fn parallel(input: &[u8], threads: usize, cut: Batches) -> (Vec<(u64, Vec<u8>, usize)>, u64) {
+    fn parallel(input: &[u8], threads: usize, cut: Cut) -> (Vec<(u64, Vec<u8>, usize)>, u64) {
         let chunk_bytes = cut.chunk_bytes;
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
@@ -356,15 +455,15 @@ mod tests {
     #[test]
     fn the_chunk_buffers_of_one_input_serve_the_next() {
         static SPARE: SpareBuffers = SpareBuffers::new(1 << 20, 4 << 10);
-        // 400 lines of 8 bytes: chunks of 32 lines (256 bytes), batches of 4 chunks (1 KiB), 13 chunks in all. The
-        // first three batches are read before any chunk is spent, so 12 buffers of 320 bytes (a chunk and a
-        // quarter) are made; the last chunk reuses one of the first batch's.
+        // 400 lines of 8 bytes: chunks of 32 lines (256 bytes), 13 chunks in all, at most 1 KiB of them read ahead:
+        // four chunks at a time, so four of the twelve slots are used, each with a buffer of 320 bytes (a chunk and
+        // a quarter), all four taken before the first line is folded.
         let input: Vec<u8> = (0..400).flat_map(|i| format!("line {i:03}\n").into_bytes()).collect();
         let run = || {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
             pool.install(|| {
                 let mut lines = LineReader::new(&input[..]);
-                let cut = Batches { chunk_bytes: 256, batch_bytes: 1024, batch_lines: 0, spare: &SPARE };
+                let cut = Cut { chunk_bytes: 256, chunks: 12, bytes: 1024, spare: &SPARE };
                 let (mut held_at_first_line, mut folded) = (None, 0);
                 map_lines_with(&mut lines, 3, cut, <[u8]>::len, |_, _, len, _: &[usize]| {
                     held_at_first_line.get_or_insert(SPARE.held_bytes());
@@ -376,9 +475,9 @@ mod tests {
             })
         };
         assert_eq!(run(), (0, 3200), "the first input finds no buffer to reuse");
-        assert_eq!(SPARE.held_bytes(), 12 * 320, "its twelve buffers came back when it ended");
-        assert_eq!(run(), (4 * 320, 3200), "the next input's first two batches took eight of them");
-        assert_eq!(SPARE.held_bytes(), 12 * 320, "and gave them back: no buffer was made anew");
+        assert_eq!(SPARE.held_bytes(), 4 * 320, "its four buffers came back when it ended");
+        assert_eq!(run(), (0, 3200), "the next input took all four");
+        assert_eq!(SPARE.held_bytes(), 4 * 320, "and gave them back: none was made anew");
     }
 
     #[test]
@@ -397,18 +496,17 @@ mod tests {
         // Line 46 holds 45 `a`s, over the limit of 40: the marker stands for it.
         assert_eq!(expected[45].1, OVERLONG);
         let cuts = [
-            (1, 1, usize::MAX, 0),
-            (2, 1, usize::MAX, 0),
-            (2, 7, usize::MAX, 0),
-            (2, 60, usize::MAX, 20),
-            (3, 100, 250, 0),
-            (3, 100, 500, 64),
-            (4, 1 << 20, 1, 0),
-            (7, 33, 70, 0),
+            (1, 1, 2, usize::MAX),
+            (2, 1, 2, usize::MAX),
+            (2, 7, 8, usize::MAX),
+            (2, 60, 3, 120),
+            (3, 100, 4, 250),
+            (3, 100, 64, 500),
+            (4, 1 << 20, 8, 1),
+            (7, 33, 28, 70),
         ];
-        for (threads, chunk_bytes, batch_bytes, batch_lines) in cuts {
-            let (seen, read) =
-                parallel(&input, threads, Batches { chunk_bytes, batch_bytes, batch_lines, spare: &SPARE_CHUNKS });
+        for (threads, chunk_bytes, chunks, bytes) in cuts {
+            let (seen, read) = parallel(&input, threads, Cut { chunk_bytes, chunks, bytes, spare: &SPARE_CHUNKS });
             assert_eq!(read, 501, "threads {threads}, chunks of {chunk_bytes}");
             // The too-long marker is passed as itself, so `utf8_line` still recognises it.
             assert_eq!(seen.len(), expected.len());
@@ -447,55 +545,118 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_batch_of_long_lines_stops_at_its_size() {
-        // 200 lines of 99 `x`s and a newline: each longer than a chunk of 10 bytes, so each a chunk of its own.
-        let input = [vec![b'x'; 99], b"\n".to_vec()].concat().repeat(200);
-        let batch_lines = |batch_bytes: usize| {
-            let mut lines = LineReader::new(&input[..]);
-            let mut spare = Vec::new();
-            let batch = read_batch::<_, ()>(
-                &mut lines,
-                64,
-                Batches { chunk_bytes: 10, batch_bytes, batch_lines: 0, spare: &SPARE_CHUNKS },
-                &mut spare,
-            );
-            let batch = batch.unwrap();
-            assert!(batch.iter().all(|chunk| chunk.lines.len() == 1));
-            (batch.len(), lines.lines_read())
-        };
-        // Unbounded, 64 chunks; bounded to 350 bytes, four lines (396 bytes kept: the fourth passes the bound).
-        assert_eq!(batch_lines(usize::MAX), (64, 64));
-        assert_eq!(batch_lines(350), (4, 4));
-        assert_eq!(batch_lines(396), (4, 4));
-        assert_eq!(batch_lines(397), (5, 5));
-        // At least one chunk, however small the bound.
-        assert_eq!(batch_lines(0), (1, 1));
+    /// A reader of `input` that counts the bytes taken from it.
+    struct Counted<'a> {
+        input: &'a [u8],
+        taken: std::rc::Rc<Cell<usize>>,
+    }
+
+    impl io::Read for Counted<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = io::Read::read(&mut self.input, buf)?;
+            self.taken.set(self.taken.get() + n);
+            Ok(n)
+        }
+    }
+
+    impl BufRead for Counted<'_> {
+        fn fill_buf(&mut self) -> io::Result<&[u8]> {
+            Ok(self.input)
+        }
+
+        fn consume(&mut self, amount: usize) {
+            self.input.consume(amount);
+            self.taken.set(self.taken.get() + amount);
+        }
     }
 
     #[test]
-    fn a_batch_of_few_lines_takes_more_chunks() {
-        // (chunks, lines) of the first batch of `input` cut into chunks of 100 bytes, batches of 4 chunks or more
-        // while they hold fewer than `batch_lines` lines, at most `batch_bytes`.
-        let first_batch = |input: &[u8], batch_lines: usize, batch_bytes: usize| {
-            let mut lines = LineReader::new(input);
-            let cut = Batches { chunk_bytes: 100, batch_bytes, batch_lines, spare: &SPARE_CHUNKS };
-            let batch = read_batch::<_, ()>(&mut lines, 4, cut, &mut Vec::new()).unwrap();
-            let read: usize = batch.iter().map(|chunk| chunk.lines.len()).sum();
-            assert_eq!(read as u64, lines.lines_read());
-            (batch.len(), read)
+    fn the_fold_reads_ahead_at_most_its_chunks_and_bytes() {
+        // 200 lines of 99 `x`s and a newline: each longer than a chunk of 10 bytes, so each a chunk of its own.
+        let input = [vec![b'x'; 99], b"\n".to_vec()].concat().repeat(200);
+        // The lines read from the input when each line is folded, less that line's number.
+        let ahead = |chunks: usize, bytes: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            pool.install(|| {
+                let taken = std::rc::Rc::new(Cell::new(0));
+                let mut lines = LineReader::new(Counted { input: &input, taken: taken.clone() });
+                let mut ahead = std::collections::BTreeSet::new();
+                let cut = Cut { chunk_bytes: 10, chunks, bytes, spare: &SPARE_CHUNKS };
+                map_lines_with(
+                    &mut lines,
+                    2,
+                    cut,
+                    |_| (),
+                    |number, bytes, (), _: &[()]| {
+                        assert_eq!(bytes.len(), 99);
+                        ahead.insert((taken.get() / 100) as u64 - number);
+                        Ok::<_, io::Error>(())
+                    },
+                )
+                .unwrap();
+                assert_eq!(lines.lines_read(), 200);
+                ahead.into_iter().collect::<Vec<_>>()
+            })
         };
-        // Lines of 300 bytes, a chunk each: 4 chunks hold 4 lines, so a batch of at least 10 lines takes 10.
-        let long = [vec![b'x'; 299], b"\n".to_vec()].concat().repeat(50);
-        assert_eq!(first_batch(&long, 0, usize::MAX), (4, 4));
-        assert_eq!(first_batch(&long, 10, usize::MAX), (10, 10));
-        // Still no more than its bytes: 2,000 bytes end it at the seventh line.
-        assert_eq!(first_batch(&long, 10, 2_000), (7, 7));
-        // Lines of 9 bytes (a chunk keeps them without their newline), twelve a chunk: 4 chunks hold 48 lines,
-        // enough for 48; 49 takes a fifth chunk.
-        let short = b"012345678\n".repeat(100);
-        assert_eq!(first_batch(&short, 48, usize::MAX), (4, 48));
-        assert_eq!(first_batch(&short, 49, usize::MAX), (5, 60));
+        // Bounded by bytes: 99 bytes a chunk, so 350 bytes stop the reading after the fourth (396 bytes); three
+        // lines ahead of the one folded, then fewer as the input ends.
+        assert_eq!(ahead(64, 350), [0, 1, 2, 3]);
+        assert_eq!(ahead(64, 396), [0, 1, 2, 3]);
+        assert_eq!(ahead(64, 397), [0, 1, 2, 3, 4]);
+        // Bounded by chunks: three slots, two lines ahead.
+        assert_eq!(ahead(3, usize::MAX), [0, 1, 2]);
+        // At least two slots, but no more than the bytes allow: the line folded is the only one read.
+        assert_eq!(ahead(1, usize::MAX), [0, 1]);
+        assert_eq!(ahead(64, 0), [0]);
+    }
+
+    #[test]
+    fn the_other_threads_prepare_chunks_the_fold_has_not_reached() {
+        // Lines that take a millisecond each to prepare, a chunk each: the folding thread cannot prepare them all
+        // before the pool's other thread takes some.
+        let input = b"line\n".repeat(200);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let (elsewhere, folded) = pool.install(|| {
+            let folding = std::thread::current().id();
+            let mut lines = LineReader::new(&input[..]);
+            let (mut elsewhere, mut folded) = (0, 0);
+            let cut = Cut { chunk_bytes: 1, chunks: 8, bytes: usize::MAX, spare: &SPARE_CHUNKS };
+            let prepare = |_: &[u8]| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                std::thread::current().id()
+            };
+            map_lines_with(&mut lines, 2, cut, prepare, |_, _, on, _: &[_]| {
+                elsewhere += usize::from(on != folding);
+                folded += 1;
+                Ok::<_, io::Error>(())
+            })
+            .unwrap();
+            (elsewhere, folded)
+        });
+        assert_eq!(folded, 200);
+        assert!(elsewhere > 0, "every line was prepared by the folding thread");
+    }
+
+    #[test]
+    fn a_prepare_that_panics_on_any_thread_panics_the_caller() {
+        let input = b"line\n".repeat(200);
+        for panicking_line in [1, 37, 200] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            let counter = std::sync::atomic::AtomicUsize::new(0);
+            let run = std::panic::AssertUnwindSafe(|| {
+                pool.install(|| {
+                    let mut lines = LineReader::new(&input[..]);
+                    let cut = Cut { chunk_bytes: 1, chunks: 8, bytes: usize::MAX, spare: &SPARE_CHUNKS };
+                    let prepare = |_: &[u8]| {
+                        // Each line is prepared once unless a panic left it to be prepared again.
+                        let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
+                        assert_ne!(n, panicking_line, "prepare panics");
+                    };
+                    map_lines_with(&mut lines, 2, cut, prepare, |_, _, (), _: &[()]| Ok::<_, io::Error>(()))
+                })
+            });
+            assert!(std::panic::catch_unwind(run).is_err(), "line {panicking_line}");
+        }
     }
 
     #[derive(Debug, serde::Deserialize)]
@@ -558,7 +719,7 @@ mod tests {
             map_lines_with(
                 &mut lines,
                 2,
-                Batches { chunk_bytes: 1, batch_bytes: usize::MAX, batch_lines: 0, spare: &SPARE_CHUNKS },
+                Cut { chunk_bytes: 1, chunks: 4, bytes: usize::MAX, spare: &SPARE_CHUNKS },
                 |_| (),
                 |number, bytes, (), _: &[()]| {
                     markers.push((number, std::ptr::eq(bytes, OVERLONG), bytes.len()));
@@ -581,7 +742,7 @@ mod tests {
             let result = map_lines_with(
                 &mut lines,
                 2,
-                Batches { chunk_bytes: 4, batch_bytes: usize::MAX, batch_lines: 0, spare: &SPARE_CHUNKS },
+                Cut { chunk_bytes: 4, chunks: 4, bytes: usize::MAX, spare: &SPARE_CHUNKS },
                 |_| (),
                 |number, _, (), _: &[()]| {
                     folded += 1;
