@@ -195,23 +195,31 @@ where
     let slots = Slots::new(cut.chunks.max(2), cut.spare);
     let (prepare, slots) = (&prepare, &slots);
     rayon::in_place_scope(|scope| {
+        // However this returns or unwinds, the jobs still out find nothing more to prepare.
+        let _stop = StopJobs(slots);
         // The slots of the chunks read and not yet folded, in input order, with their sequence numbers; the slots
         // free, the last freed on top, so that only as many slots (and buffers) are ever used as chunks are read
         // ahead at once.
         let mut ahead: VecDeque<(usize, usize)> = VecDeque::with_capacity(slots.len());
         let mut free: Vec<usize> = (0..slots.len()).rev().collect();
-        let (mut sequence, mut bytes_ahead, mut input_ended) = (0, 0, false);
+        let (mut sequence, mut held_ahead, mut input_ended) = (0, 0, false);
         loop {
-            while !input_ended && ahead.len() < slots.len() && (ahead.is_empty() || bytes_ahead < cut.bytes) {
+            while !input_ended && ahead.len() < slots.len() && (ahead.is_empty() || held_ahead < cut.bytes) {
                 let index = free.pop().expect("a slot is free while fewer chunks than slots are read ahead");
+                // Read out of its slot, so that no lock is held while reading waits for the input.
+                let mut chunk = std::mem::replace(&mut slots.lock(index).chunk, Chunk::new(cut.spare));
+                let read = chunk.read(lines, cut);
+                let held = chunk.held();
                 let mut slot = slots.lock(index);
-                slot.chunk.read(lines, cut)?;
+                slot.chunk = chunk;
+                read?;
                 if slot.chunk.lines.is_empty() {
+                    drop(slot);
                     free.push(index);
                     input_ended = true;
                     break;
                 }
-                bytes_ahead += slot.chunk.data.len();
+                held_ahead += held;
                 slot.state = SlotState::Read;
                 sequence += 1;
                 slots.waiting[index].store(sequence, Ordering::Release);
@@ -221,24 +229,24 @@ where
                 if slots.jobs.load(Ordering::Acquire) < threads - 1 {
                     slots.jobs.fetch_add(1, Ordering::AcqRel);
                     scope.spawn(move |_| {
+                        let _done = JobDone(slots);
                         while slots.prepare_newest(prepare) {}
-                        slots.jobs.fetch_sub(1, Ordering::AcqRel);
                     });
                 }
             }
             let Some((index, sequence)) = ahead.pop_front() else { return Ok(()) };
-            // No job is to take it now; if one has, the lock waits for it to finish.
+            // No job is to take it now. One that took it already prepares it (this thread's lock waits for it to
+            // finish), or has yet to lock it (then this thread prepares it, and the job finds it prepared).
             let _ = slots.waiting[index].compare_exchange(sequence, 0, Ordering::AcqRel, Ordering::Relaxed);
             let mut slot = slots.lock(index);
             if slot.state == SlotState::Read {
                 slot.chunk.prepare(prepare);
             }
             slot.state = SlotState::Empty;
-            // Folded out of its slot, so that no lock is held while the fold runs (a job that took this chunk and
-            // found it prepared by this thread waits for nothing).
+            // Folded out of its slot, so that no lock is held while the fold runs.
             let mut chunk = std::mem::replace(&mut slot.chunk, Chunk::new(cut.spare));
             drop(slot);
-            bytes_ahead -= chunk.data.len();
+            held_ahead -= chunk.held();
             let folded = chunk.fold(&mut fold);
             chunk.shrink(cut.chunk_bytes);
             slots.lock(index).chunk = chunk;
@@ -248,13 +256,34 @@ where
     })
 }
 
+/// Leaves no chunk for the jobs to take when it is dropped: the fold stopped (an error, a panic), so what it has not
+/// folded is not to be prepared.
+struct StopJobs<'a, T>(&'a Slots<T>);
+
+impl<T> Drop for StopJobs<'_, T> {
+    fn drop(&mut self) {
+        for waiting in &self.0.waiting {
+            waiting.store(0, Ordering::Release);
+        }
+    }
+}
+
+/// Counts a job out when it ends, even by a panic in `prepare`, so that later chunks still start jobs.
+struct JobDone<'a, T>(&'a Slots<T>);
+
+impl<T> Drop for JobDone<'_, T> {
+    fn drop(&mut self) {
+        self.0.jobs.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The chunks read ahead of the fold, each in a slot of its own.
 struct Slots<T> {
     slots: Vec<Mutex<Slot<T>>>,
     /// Each slot's chunk's sequence number (from 1) while it is read and no thread has taken it, else 0: where the
     /// jobs look for work without taking the slots' locks.
     waiting: Vec<AtomicUsize>,
-    /// Jobs running or waiting to run.
+    /// Jobs started and not ended.
     jobs: AtomicUsize,
 }
 
@@ -347,9 +376,16 @@ impl<T> Chunk<T> {
         }
     }
 
-    /// Reads the next lines into the chunk, until it holds `cut.chunk_bytes` or the input ends: none at the end.
-    /// Its buffer comes from `spare` the first time, and is made a chunk and a quarter large once it holds a line
-    /// (not before: a read at the input's end makes none).
+    /// Memory the chunk's lines take: their bytes, and for each line its place in the chunk and its prepared value
+    /// (what that value owns elsewhere is not counted). Lines that keep no bytes (blank ones, the too-long marker)
+    /// still count, so that a chunk of them is bounded like any other.
+    fn held(&self) -> usize {
+        self.data.len() + self.lines.len() * (std::mem::size_of::<Option<Range<usize>>>() + std::mem::size_of::<T>())
+    }
+
+    /// Reads the next lines into the chunk, until they [hold](Self::held) `cut.chunk_bytes` or the input ends: none
+    /// at the end. Its buffer comes from `spare` when it has none, and is made a chunk and a quarter large (or as
+    /// large as its first line) once it holds a line, not before: a read at the input's end makes none.
     fn read<R: BufRead>(&mut self, lines: &mut LineReader<R>, cut: Cut) -> io::Result<()> {
         if self.data.capacity() == 0 {
             self.data = self.spare.take();
@@ -357,13 +393,14 @@ impl<T> Chunk<T> {
         self.data.clear();
         self.lines.clear();
         self.first = lines.lines_read() + 1;
-        while self.data.len() < cut.chunk_bytes {
+        while self.held() < cut.chunk_bytes {
             // Read straight into the chunk: a line is copied out of the reader's buffer once, not twice.
             let start = self.data.len();
             let Some(kept) = lines.append_line(&mut self.data)? else { break };
             self.lines.push(kept.then_some(start..self.data.len()));
             if self.lines.len() == 1 {
-                self.data.reserve((cut.chunk_bytes + (cut.chunk_bytes >> 2)).saturating_sub(self.data.len()));
+                let room = cut.chunk_bytes + (cut.chunk_bytes >> 2);
+                self.data.reserve_exact(room.saturating_sub(self.data.len()));
             }
         }
         Ok(())
@@ -446,7 +483,10 @@ mod tests {
             if threads == 1 {
                 assert_eq!(ends, seen.len());
             } else {
-                assert!(ends < seen.len() || chunk_bytes == 1, "threads {threads}, chunks of {chunk_bytes}");
+                // A line takes 32 bytes of a chunk besides its own (its place, its prepared `usize`): chunks of at
+                // most that hold one line each.
+                let one_line_chunks = chunk_bytes <= 32;
+                assert!(ends < seen.len() || one_line_chunks, "threads {threads}, chunks of {chunk_bytes}");
             }
             (seen, lines.lines_read())
         })
@@ -455,15 +495,16 @@ mod tests {
     #[test]
     fn the_chunk_buffers_of_one_input_serve_the_next() {
         static SPARE: SpareBuffers = SpareBuffers::new(1 << 20, 4 << 10);
-        // 400 lines of 8 bytes: chunks of 32 lines (256 bytes), 13 chunks in all, at most 1 KiB of them read ahead:
-        // four chunks at a time, so four of the twelve slots are used, each with a buffer of 320 bytes (a chunk and
+        // 400 lines of 8 bytes, each holding 40 (its bytes, 24 for its place in the chunk and 8 for its prepared
+        // `usize`): chunks of 10 lines (400 bytes held), 40 chunks in all, at most 1,600 bytes of them read ahead:
+        // four chunks at a time, so four of the twelve slots are used, each with a buffer of 500 bytes (a chunk and
         // a quarter), all four taken before the first line is folded.
         let input: Vec<u8> = (0..400).flat_map(|i| format!("line {i:03}\n").into_bytes()).collect();
         let run = || {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
             pool.install(|| {
                 let mut lines = LineReader::new(&input[..]);
-                let cut = Cut { chunk_bytes: 256, chunks: 12, bytes: 1024, spare: &SPARE };
+                let cut = Cut { chunk_bytes: 400, chunks: 12, bytes: 1600, spare: &SPARE };
                 let (mut held_at_first_line, mut folded) = (None, 0);
                 map_lines_with(&mut lines, 3, cut, <[u8]>::len, |_, _, len, _: &[usize]| {
                     held_at_first_line.get_or_insert(SPARE.held_bytes());
@@ -475,9 +516,9 @@ mod tests {
             })
         };
         assert_eq!(run(), (0, 3200), "the first input finds no buffer to reuse");
-        assert_eq!(SPARE.held_bytes(), 4 * 320, "its four buffers came back when it ended");
+        assert_eq!(SPARE.held_bytes(), 4 * 500, "its four buffers came back when it ended");
         assert_eq!(run(), (0, 3200), "the next input took all four");
-        assert_eq!(SPARE.held_bytes(), 4 * 320, "and gave them back: none was made anew");
+        assert_eq!(SPARE.held_bytes(), 4 * 500, "and gave them back: none was made anew");
     }
 
     #[test]
@@ -598,16 +639,40 @@ mod tests {
                 ahead.into_iter().collect::<Vec<_>>()
             })
         };
-        // Bounded by bytes: 99 bytes a chunk, so 350 bytes stop the reading after the fourth (396 bytes); three
-        // lines ahead of the one folded, then fewer as the input ends.
-        assert_eq!(ahead(64, 350), [0, 1, 2, 3]);
-        assert_eq!(ahead(64, 396), [0, 1, 2, 3]);
-        assert_eq!(ahead(64, 397), [0, 1, 2, 3, 4]);
+        // Bounded by bytes: a chunk holds 123 (99 bytes of line and 24 for its place), so 350 bytes stop the reading
+        // after the third (369 bytes); two lines ahead of the one folded, then fewer as the input ends.
+        assert_eq!(ahead(64, 350), [0, 1, 2]);
+        assert_eq!(ahead(64, 369), [0, 1, 2]);
+        assert_eq!(ahead(64, 370), [0, 1, 2, 3]);
         // Bounded by chunks: three slots, two lines ahead.
         assert_eq!(ahead(3, usize::MAX), [0, 1, 2]);
         // At least two slots, but no more than the bytes allow: the line folded is the only one read.
         assert_eq!(ahead(1, usize::MAX), [0, 1]);
         assert_eq!(ahead(64, 0), [0]);
+    }
+
+    #[test]
+    fn a_chunk_of_lines_without_bytes_is_bounded_like_any_other() {
+        // Blank lines keep no bytes, but each takes its place in the chunk (24 bytes) and its prepared value (8): a
+        // chunk holding 320 bytes takes 10 of them. Counting only the lines' bytes made 50 MB of blank lines one
+        // chunk of 50 million places and values (5 GB).
+        let input = b"\n\r\n".repeat(5_000);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let (longest, folded) = pool.install(|| {
+            let mut lines = LineReader::new(&input[..]);
+            let (mut longest, mut folded) = (0, 0);
+            let cut = Cut { chunk_bytes: 320, chunks: 8, bytes: usize::MAX, spare: &SPARE_CHUNKS };
+            map_lines_with(&mut lines, 2, cut, <[u8]>::len, |_, bytes, len, upcoming: &[usize]| {
+                assert_eq!((bytes.len(), len), (0, 0));
+                // What the fold is shown ahead is the rest of the line's chunk.
+                longest = longest.max(upcoming.len() + 1);
+                folded += 1;
+                Ok::<_, io::Error>(())
+            })
+            .unwrap();
+            (longest, folded)
+        });
+        assert_eq!((longest, folded), (10, 10_000));
     }
 
     #[test]
@@ -657,6 +722,36 @@ mod tests {
             });
             assert!(std::panic::catch_unwind(run).is_err(), "line {panicking_line}");
         }
+    }
+
+    #[test]
+    fn a_prepare_that_panics_on_a_job_stops_the_jobs_and_panics_the_caller() {
+        // Lines take a millisecond each to prepare, so the pool's other thread takes some; the first it takes
+        // panics. The folding thread prepares that chunk again and goes on alone; the panic reaches the caller.
+        let input = b"line\n".repeat(200);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let panicked_on_a_job = std::sync::atomic::AtomicBool::new(false);
+        let run = std::panic::AssertUnwindSafe(|| {
+            pool.install(|| {
+                let folding = std::thread::current().id();
+                let mut lines = LineReader::new(&input[..]);
+                let cut = Cut { chunk_bytes: 1, chunks: 8, bytes: usize::MAX, spare: &SPARE_CHUNKS };
+                let prepare = |_: &[u8]| {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    if std::thread::current().id() != folding && !panicked_on_a_job.swap(true, Ordering::Relaxed) {
+                        panic!("prepare panics on a job");
+                    }
+                };
+                let mut folded = 0;
+                let result = map_lines_with(&mut lines, 2, cut, prepare, |_, _, (), _: &[()]| {
+                    folded += 1;
+                    Ok::<_, io::Error>(())
+                });
+                (result.is_ok(), folded)
+            })
+        });
+        assert!(std::panic::catch_unwind(run).is_err());
+        assert!(panicked_on_a_job.load(Ordering::Relaxed), "no job prepared a line");
     }
 
     #[derive(Debug, serde::Deserialize)]
