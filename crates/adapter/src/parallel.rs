@@ -18,9 +18,9 @@
 //! little more than on one thread (the copy of the lines into chunks).
 //!
 //! Memory stays bounded: at most `4 × threads` chunks are read and not yet folded, and no more are read once those
-//! hold [`AHEAD_BYTES`] (but always the one the fold needs next), each chunk at most [`CHUNK_BYTES`] (a line longer
-//! than a chunk makes a chunk of its own, up to the line length limit), however long the lines and however many the
-//! threads; only as many chunk buffers are made as chunks are read ahead at once. What `prepare` makes of a line can
+//! hold [`AHEAD_BYTES`] (but always the one the fold needs next), each chunk at most [`CHUNK_BYTES`] with its
+//! lines' bookkeeping (a line longer than a chunk makes a chunk of its own, up to the line length limit), however
+//! long or short the lines and however many the threads; only as many chunk buffers are made as chunks are read ahead at once. What `prepare` makes of a line can
 //! be several times its size (a Mooncake record is about 4×), hence the small chunks. Chunk buffers come from, and go
 //! back to, a process-wide bin ([`SPARE_CHUNKS`]), so a chunk may have more room than it needs: at most the bin's
 //! 32 MiB more in all.
@@ -38,10 +38,11 @@ use crate::lines::{LineReader, OVERLONG};
 use crate::spare::SpareBuffers;
 use crate::{Diagnostic, DiagnosticKind, ParseError, Sink, json, utf8_line};
 
-/// Most bytes of input per chunk handed to a worker: enough that a chunk's bookkeeping is negligible.
+/// Most bytes a chunk handed to a worker holds (its lines, and for each its place and its prepared value): enough
+/// that a chunk's bookkeeping is negligible.
 pub const CHUNK_BYTES: usize = 256 << 10;
 
-/// Most bytes of input read ahead of the fold, whatever the thread count (many threads get smaller chunks).
+/// Most bytes the chunks read ahead of the fold hold, whatever the thread count (many threads get smaller chunks).
 pub const AHEAD_BYTES: usize = 8 << 20;
 
 /// Chunks read ahead of the fold per thread, up to [`AHEAD_BYTES`]: enough that a thread that finished a chunk
