@@ -14,7 +14,7 @@
 //!
 //! The calling thread reads the input into chunks and folds them; the pool's other threads prepare the chunks read
 //! ahead, and the folding thread prepares any chunk it comes to that no other thread has taken (see
-//! [`map_lines_with`]): where the other cores are busy, preparing falls back on the folding thread, which then costs
+//! `map_lines_with`): where the other cores are busy, preparing falls back on the folding thread, which then costs
 //! little more than on one thread (the copy of the lines into chunks).
 //!
 //! Memory stays bounded: at most `4 × threads` chunks are read and not yet folded, and no more are read once those
@@ -22,7 +22,7 @@
 //! lines' bookkeeping (a line longer than a chunk makes a chunk of its own, up to the line length limit), however
 //! long or short the lines and however many the threads; only as many chunk buffers are made as chunks are read ahead at once. What `prepare` makes of a line can
 //! be several times its size (a Mooncake record is about 4×), hence the small chunks. Chunk buffers come from, and go
-//! back to, a process-wide bin ([`SPARE_CHUNKS`]), so a chunk may have more room than it needs: at most the bin's
+//! back to, a process-wide bin (`SPARE_CHUNKS`), so a chunk may have more room than it needs: at most the bin's
 //! 32 MiB more in all.
 
 use std::cell::Cell;
@@ -61,7 +61,7 @@ static SPARE_CHUNKS: SpareBuffers = SpareBuffers::new(32 << 20, 4 * CHUNK_BYTES)
 /// number, its bytes and what `prepare` returned.
 ///
 /// The bytes given to both are what [`LineReader::next_bytes`] returns, the too-long marker included, so `fold`
-/// passes them to [`utf8_line`](crate::utf8_line) as a sequential read loop would. `prepare` must be a pure function
+/// passes them to [`utf8_line`] as a sequential read loop would. `prepare` must be a pure function
 /// of the line's bytes: it runs on any thread, in any order, and never sees the fold's state.
 /// Stops at the first error of `fold` or of reading.
 pub fn map_lines<R, T, E>(
