@@ -170,8 +170,8 @@ pub(crate) struct Cut {
 /// than the pool's other threads are out, each chunk read starts a job on the pool, which prepares the newest chunk
 /// no thread has taken, and the next, until none is left. The folding thread prepares a chunk itself when it comes
 /// to one no job has taken, and waits only for one a job is preparing. So the fold never waits for a whole batch to
-/// be prepared (the threads of an earlier version met at the end of every batch of chunks: the vLLM log took 13%
-/// longer on two threads than on one), the jobs work at the far end of the chunks read while the folding thread
+/// be prepared (the threads of an earlier version met at the end of every batch of chunks: the vLLM log took about
+/// 15% longer on two threads than on one), the jobs work at the far end of the chunks read while the folding thread
 /// works at the near end, and where the other cores are busy (reading and hashing the input, encoding the tables),
 /// preparing falls back on the folding thread chunk by chunk, as on one thread.
 pub(crate) fn map_lines_with<R, T, E>(
