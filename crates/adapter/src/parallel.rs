@@ -726,9 +726,10 @@ mod tests {
     }
 
     #[test]
-    fn a_prepare_that_panics_on_a_job_stops_the_jobs_and_panics_the_caller() {
+    fn a_prepare_that_panics_on_a_job_panics_the_caller() {
         // Lines take a millisecond each to prepare, so the pool's other thread takes some; the first it takes
-        // panics. The folding thread prepares that chunk again and goes on alone; the panic reaches the caller.
+        // panics. The folding thread prepares that chunk again, later chunks start jobs again, and the panic reaches
+        // the caller once the scope ends.
         let input = b"line\n".repeat(200);
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let panicked_on_a_job = std::sync::atomic::AtomicBool::new(false);
