@@ -20,8 +20,9 @@
 //! Memory stays bounded: at most `4 × threads` chunks are read and not yet folded, and no more are read once those
 //! hold [`AHEAD_BYTES`] (but always the one the fold needs next), each chunk at most [`CHUNK_BYTES`] with its
 //! lines' bookkeeping (a line longer than a chunk makes a chunk of its own, up to the line length limit), however
-//! long or short the lines and however many the threads; only as many chunk buffers are made as chunks are read ahead at once. What `prepare` makes of a line can
-//! be several times its size (a Mooncake record is about 4×), hence the small chunks. Chunk buffers come from, and go
+//! long or short the lines and however many the threads; only as many chunk buffers are made as chunks are read
+//! ahead at once. What `prepare` makes of a line can be several times its size (a Mooncake record is about 4×),
+//! hence the small chunks. Chunk buffers come from, and go
 //! back to, a process-wide bin (`SPARE_CHUNKS`), so a chunk may have more room than it needs: at most the bin's
 //! 32 MiB more in all.
 
@@ -221,7 +222,7 @@ where
                     break;
                 }
                 held_ahead += held;
-                slot.state = SlotState::Read;
+                slot.unprepared = true;
                 sequence += 1;
                 slots.waiting[index].store(sequence, Ordering::Release);
                 drop(slot);
@@ -240,10 +241,10 @@ where
             // finish), or has yet to lock it (then this thread prepares it, and the job finds it prepared).
             let _ = slots.waiting[index].compare_exchange(sequence, 0, Ordering::AcqRel, Ordering::Relaxed);
             let mut slot = slots.lock(index);
-            if slot.state == SlotState::Read {
+            if slot.unprepared {
                 slot.chunk.prepare(prepare);
+                slot.unprepared = false;
             }
-            slot.state = SlotState::Empty;
             // Folded out of its slot, so that no lock is held while the fold runs.
             let mut chunk = std::mem::replace(&mut slot.chunk, Chunk::new(cut.spare));
             drop(slot);
@@ -288,25 +289,16 @@ struct Slots<T> {
     jobs: AtomicUsize,
 }
 
-/// A chunk and how far it got. Whichever thread locks a `Read` slot first prepares its chunk, holding the lock.
+/// A chunk, and whether it is read and waiting to be prepared: whichever thread locks the slot first then prepares
+/// it, holding the lock.
 struct Slot<T> {
     chunk: Chunk<T>,
-    state: SlotState,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SlotState {
-    /// Folded, or never used.
-    Empty,
-    /// Read and waiting to be prepared.
-    Read,
-    /// Prepared by a job and waiting to be folded.
-    Prepared,
+    unprepared: bool,
 }
 
 impl<T> Slots<T> {
     fn new(count: usize, spare: &'static SpareBuffers) -> Self {
-        let slot = || Mutex::new(Slot { chunk: Chunk::new(spare), state: SlotState::Empty });
+        let slot = || Mutex::new(Slot { chunk: Chunk::new(spare), unprepared: false });
         Self {
             slots: (0..count).map(|_| slot()).collect(),
             waiting: (0..count).map(|_| AtomicUsize::new(0)).collect(),
@@ -318,8 +310,8 @@ impl<T> Slots<T> {
         self.slots.len()
     }
 
-    /// Slot `index`. A job that panicked while preparing its chunk left it `Read`, so the fold's thread prepares it
-    /// again.
+    /// Slot `index`. A job that panicked while preparing its chunk left it unprepared, so the fold's thread prepares
+    /// it again.
     fn lock(&self, index: usize) -> MutexGuard<'_, Slot<T>> {
         self.slots[index].lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -337,9 +329,9 @@ impl<T> Slots<T> {
                 continue;
             }
             let mut slot = self.lock(index);
-            if slot.state == SlotState::Read {
+            if slot.unprepared {
                 slot.chunk.prepare(prepare);
-                slot.state = SlotState::Prepared;
+                slot.unprepared = false;
             }
             return true;
         }
