@@ -50,12 +50,12 @@ pub const AHEAD_BYTES: usize = 8 << 20;
 /// finds another to prepare while the fold is still on an earlier one.
 pub const CHUNKS_PER_THREAD: usize = 4;
 
-/// The buffers of chunks whose input ended, for the next input's chunks, which may be cut on another thread (the
-/// CLI parses files read ahead together on the pool's threads). It holds at most about what the inputs parsed at
-/// once have in flight (the chunks each reads ahead, a window of files at most 16 MiB of text), and no buffer grown
-/// past four chunks for a long line. With a new buffer for every chunk of every file, the peak memory of 254 gzip'd
-/// parts of a vLLM log grew with the thread count (about 345 MiB with eight threads and 670 with thirty-two; with
-/// this bin, 245 and 380; see `docs/performance.md`).
+/// The buffers of chunks whose input ended, for the next input's chunks, which may be cut on another thread (the CLI
+/// parses files read ahead together on the pool's threads). It holds at most about what the inputs parsed at once have
+/// in flight (the chunks each reads ahead, a window of files at most 16 MiB of text), and no buffer grown past four
+/// chunks for a long line. With a new buffer for every chunk of every file, the peak memory of 254 gzip'd parts of a
+/// vLLM log grew with the thread count (about 345 MiB with eight threads and 670 with thirty-two; with this bin, 245
+/// and 380; see `docs/performance-history.md`, seventeenth pass).
 static SPARE_CHUNKS: SpareBuffers = SpareBuffers::new(32 << 20, 4 * CHUNK_BYTES);
 
 /// Reads every line of `lines`, calls `prepare` on each (on any thread), and `fold` on each in input order with its

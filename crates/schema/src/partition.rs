@@ -533,15 +533,15 @@ impl<T: Table> PartitionedTable<T> {
         Ok(())
     }
 
-    /// Keeps the waiting rows, then the open row groups, within the budget. While the batches of the waiting rows
-    /// hold too much, the oldest is let go: when at most half its rows still wait, the partitions they are of copy
-    /// their waiting rows into batches of their own (a day's last rows, a file's); else, as where the rows of many
-    /// partitions interleave, they spill them. Spilled rather than written: what each partition has waiting then is
-    /// a few hundred rows, and a row group of that size costs its metadata (held until the file ends) and the
-    /// compressors' set-up more than its rows (3 M rows of 300 interleaved partitions written so made 18 row groups
-    /// a partition, in 16.0 s and 539 MiB; spilled, one each, in 10.7 s and 138 MiB: `docs/performance.md`). Past
-    /// the budget of open row groups, the partition holding the most (the first by name of those with as much)
-    /// closes its row group.
+    /// Keeps the waiting rows, then the open row groups, within the budget. While the batches of the waiting rows hold
+    /// too much, the oldest is let go: when at most half its rows still wait, the partitions they are of copy their
+    /// waiting rows into batches of their own (a day's last rows, a file's); else, as where the rows of many partitions
+    /// interleave, they spill them. Spilled rather than written: what each partition has waiting then is a few hundred
+    /// rows, and a row group of that size costs its metadata (held until the file ends) and the compressors' set-up
+    /// more than its rows (3 M rows of 300 interleaved partitions written so made 18 row groups a partition, in 16.0 s
+    /// and 539 MiB; spilled, one each, in 10.7 s and 138 MiB: `docs/performance-history.md`, eighteenth pass). Past the
+    /// budget of open row groups, the partition holding the most (the first by name of those with as much) closes its
+    /// row group.
     fn bound(&mut self) -> Result<()> {
         while self.stage.bytes > self.budget.waiting {
             let Some((oldest, rows, waiting)) = self.stage.oldest() else { break };

@@ -21,15 +21,15 @@
 //! value, in batches of the lengths held) and written as `ArrowWriter` writes it from then on; so is a held column
 //! of a row group of fewer than [`COPIED_ROWS`] rows, for which making a chunk costs more than it saves.
 //!
-//! Row groups end where `ArrowWriter`'s would, at the properties' maximum number of rows or when [`flush`] is
-//! called. What a caller can see differ is [`in_progress_size`] and [`memory_size`]: a column held back adds nothing
-//! to them, where `ArrowWriter` counts its pending page (for a dictionary column of one value, about one byte per
-//! eight rows, and the value) and its finished pages (tens of bytes each); so a row group closed by its size
+//! Row groups end where `ArrowWriter`'s would, at the properties' maximum number of rows or when [`flush`] is called.
+//! What a caller can see differ is [`in_progress_size`] and [`memory_size`]: a column held back adds nothing to them,
+//! where `ArrowWriter` counts its pending page (for a dictionary column of one value, about one byte per eight rows,
+//! and the value) and its finished pages (tens of bytes each); so a row group closed by its size
 //! ([`crate::ROW_GROUP_BYTES`]), or by the partitioned writer's bound on the memory of its open row groups, could close
-//! a batch later. On every input of the benchmarks, every file is the same as `ArrowWriter`'s (`docs/performance.md`,
-//! twenty-fourth pass). Not supported, as the tables do not use them: content-defined chunking, a maximum row group
-//! size in bytes (both refused), and encryption (the `encryption` feature of `parquet` is off: a copied page's
-//! authentication data would name another row group).
+//! a batch later. On every input of the benchmarks, every file is the same as `ArrowWriter`'s
+//! (`docs/performance-history.md`, twenty-fourth pass). Not supported, as the tables do not use them: content-defined
+//! chunking, a maximum row group size in bytes (both refused), and encryption (the `encryption` feature of `parquet` is
+//! off: a copied page's authentication data would name another row group).
 //!
 //! [`flush`]: TableFileWriter::flush
 //! [`in_progress_size`]: TableFileWriter::in_progress_size

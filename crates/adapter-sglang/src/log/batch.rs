@@ -100,8 +100,8 @@ const LEGACY_FIELDS: &[(&str, &str, Unit)] = &[
 ];
 
 /// The metrics of a batch line, kept in place up to 10 (a line has 5 to 10): a line is read on one thread and its
-/// samples written on another, so a vector allocated per line was freed across threads (keeping them in place took
-/// 2% off the time of a 1 GiB SGLang log, `docs/performance.md`).
+/// samples written on another, so a vector allocated per line was freed across threads (keeping them in place took 2%
+/// off the time of a 1 GiB SGLang log, `docs/performance-history.md`, twenty-first pass).
 pub(crate) type Values = smallvec::SmallVec<[(&'static str, f64); 10]>;
 
 /// A parsed batch line.

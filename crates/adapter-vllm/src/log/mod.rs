@@ -252,8 +252,8 @@ thread_local! {
     /// The buffer the last prompt's token ids were read into, for the next prompt read on this thread (at most
     /// [`KEPT_PROMPT_IDS`] ids, 1 MiB, per thread). A prompt of 30,000 tokens needs about 240 KiB for its ids, only
     /// until its blocks are hashed; a new buffer for each such line, on whichever pool thread prepared it, made the
-    /// peak memory of a 1 GiB vLLM log grow with the thread count (`docs/performance.md`, seventeenth pass), since
-    /// memory a thread frees is seldom what the next thread allocates (see the adapter crate's `spare` module).
+    /// peak memory of a 1 GiB vLLM log grow with the thread count (`docs/performance-history.md`, seventeenth pass),
+    /// since memory a thread frees is seldom what the next thread allocates (see the adapter crate's `spare` module).
     static PROMPT_IDS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
