@@ -76,7 +76,7 @@
 //! [`merge`](mod@merge) joins the rows several sources wrote about one run; its module documentation states the
 //! matching and precedence rules.
 //!
-//! This crate deliberately does not print or read paths: the CLI opens datasets and renders ([`format`] is how
+//! This crate deliberately does not print or read paths: the CLI opens datasets and renders ([`mod@format`] is how
 //! figures are written, shared by the terminal tables and the HTML report of `infertrace-report`).
 
 mod compare;
