@@ -218,11 +218,11 @@ pub(crate) fn parquet_error(
 /// and session ids, unique or nearly, and error text) are written without a dictionary as `DELTA_BYTE_ARRAY` (each
 /// value as the length of the prefix it shares with the one before, and the rest): ids such as `r12-0` or `code:1234`
 /// shrink 5 to 8 times against plain values, and even random UUIDs 6%; floats (durations, sample values) are plain,
-/// without a dictionary: 7% smaller (measured with pyarrow on the same tables; `docs/performance-history.md`, sixteenth
-/// pass). Dictionary text and integer counts keep their dictionaries, which measured smaller there, except
-/// `cache_events.block_hash` and `parent_hash`: random 64-bit values, with which a dictionary made the table 19–23%
-/// larger and slower to write (the generated KV-event streams of every engine), so they are plain. Readers: Spark 3.3
-/// or later, Trino, DuckDB 0.10 or later, Polars, pyarrow, Velox.
+/// without a dictionary: 7% smaller (measured with pyarrow on the same tables; `docs/performance.md`, and
+/// `docs/performance-history.md`, sixteenth pass). Dictionary text and integer counts keep their dictionaries, which
+/// measured smaller there, except `cache_events.block_hash` and `parent_hash`: random 64-bit values, with which a
+/// dictionary made the table 19–23% larger and slower to write (the generated KV-event streams of every engine), so
+/// they are plain. Readers: Spark 3.3 or later, Trino, DuckDB 0.10 or later, Polars, pyarrow, Velox.
 ///
 /// `samples.metric` and `samples.instance`, and `cache_events.event`, `tier` and `instance`, are written without
 /// statistics: every row group interleaves all the metrics (events, tiers) and ranks (workers) of the lines it
