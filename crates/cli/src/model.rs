@@ -524,7 +524,7 @@ const FIGURES: [Figure; 8] = [
 /// The surface as a table: one column per axis then per figure, one row per point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SurfaceTable {
-    /// Column names: the axes' TOML paths, then the names of the eight figures (`FIGURES`).
+    /// Column names: the axes' TOML paths, then the names of the figures (`FIGURES`).
     pub headers: Vec<String>,
     /// Values, null where a figure cannot be computed or the point is invalid.
     pub rows: Vec<Vec<Option<f64>>>,
