@@ -2,18 +2,18 @@
 //! files — `wc -l` (the I/O floor) and the straightforward Python normalizer of `bench/baseline/` (what a user would
 //! write: regexes and pyarrow).
 //!
-//! Inputs are written once into `target/bench/` by the adapters' own generators (seeded, so every run measures the
-//! same bytes): a vLLM 0.14 log (stats lines, `Received request` with prompt token ids of 500–30,000 tokens in
-//! DEBUG lines, `Added` lines), an SGLang 0.5.10 log (batch lines and request lines) and a Mooncake trace of
-//! `--rows` rows. Each command runs `--runs` times (default 3) and the median is reported, with MB/s (input bytes,
-//! 10⁶), rows/s (rows written), the peak resident memory of the normalize process (from `/proc/<pid>/status`
-//! `VmHWM`, polled; `-` where unavailable), the output's size as a share of the input's, and the anchors' medians
-//! and ratios. The vLLM and SGLang logs are then timed again as users keep rotated logs, gzip'd (level 6,
-//! logrotate's `compress`) and zstd'd (level 3, the `zstd` command's default), against their plain runs and the
-//! `gzip -dc` and `zstd -dc` commands alone (the decompression floor; `-` where the command is missing), and as a
-//! fleet's log shipper leaves them, a directory of gzip'd parts of 4 MiB of text, against the one plain file. Every
-//! input is then timed with `--partition-by date` against its plain run. The release binary is built first. Not part
-//! of CI: it takes minutes and needs disk.
+//! Inputs are written once into `target/bench/` (at other sizes than the defaults, a directory under it named by the
+//! sizes: see [`BenchOptions::dir`]) by the adapters' own generators (seeded, so every run measures the same bytes): a
+//! vLLM 0.14 log (stats lines, `Received request` with prompt token ids of 500–30,000 tokens in DEBUG lines, `Added`
+//! lines), an SGLang 0.5.10 log (batch lines and request lines) and a Mooncake trace of `--rows` rows. Each command
+//! runs `--runs` times (default 3) and the median is reported, with MB/s (input bytes, 10⁶), rows/s (rows written), the
+//! peak resident memory of the normalize process (from `/proc/<pid>/status` `VmHWM`, polled; `-` where unavailable),
+//! the output's size as a share of the input's, and the anchors' medians and ratios. The vLLM and SGLang logs are then
+//! timed again as users keep rotated logs, gzip'd (level 6, logrotate's `compress`) and zstd'd (level 3, the `zstd`
+//! command's default), against their plain runs and the `gzip -dc` and `zstd -dc` commands alone (the decompression
+//! floor; `-` where the command is missing), and as a fleet's log shipper leaves them, a directory of gzip'd parts of 4
+//! MiB of text, against the one plain file. Every input is then timed with `--partition-by date` against its plain run.
+//! The release binary is built first. Not part of CI: it takes minutes and needs disk.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write as _};
@@ -22,6 +22,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
+
+/// The bench's log size by default: 1 GiB.
+const LOG_BYTES: u64 = 1 << 30;
+/// The Mooncake trace's rows by default.
+const TRACE_ROWS: u64 = 10_000_000;
+/// `--formats`' input size by default: twenty-odd inputs, a quarter of [`LOG_BYTES`] each.
+const FORMATS_LOG_BYTES: u64 = 256 << 20;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -45,8 +52,8 @@ impl BenchOptions {
     pub(crate) fn parse(args: &[&str]) -> Result<Self> {
         let mut options = Self {
             runs: 3,
-            log_bytes: 1 << 30,
-            trace_rows: 10_000_000,
+            log_bytes: LOG_BYTES,
+            trace_rows: TRACE_ROWS,
             no_python: false,
             formats: false,
             threads: None,
@@ -88,10 +95,28 @@ impl BenchOptions {
             bail!("--threads is for the issue's bench; --formats runs each format with one thread and with all");
         }
         if options.formats && !log_given {
-            // Twenty-odd inputs: a quarter of the default size each.
-            options.log_bytes = 256 << 20;
+            options.log_bytes = FORMATS_LOG_BYTES;
         }
         Ok(options)
+    }
+
+    /// Where this run's inputs and outputs go, under `bench` (`target/bench/`): `bench` itself at the default sizes
+    /// (`bench/formats/` with `--formats`), a directory named by the sizes otherwise, so that a quick run at other
+    /// sizes (`--log-mb 64 --rows 500000`) does not write over the full-size inputs, which take minutes to write
+    /// again.
+    pub(crate) fn dir(&self, bench: &Path) -> PathBuf {
+        let mib = self.log_bytes >> 20;
+        if self.formats {
+            if self.log_bytes == FORMATS_LOG_BYTES {
+                bench.join("formats")
+            } else {
+                bench.join(format!("formats-{mib}mib"))
+            }
+        } else if (self.log_bytes, self.trace_rows) == (LOG_BYTES, TRACE_ROWS) {
+            bench.to_path_buf()
+        } else {
+            bench.join(format!("log-{mib}mib-rows-{}", self.trace_rows))
+        }
     }
 }
 
@@ -240,7 +265,7 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         bail!("cargo build --release -p infertrace failed");
     }
     let binary = root.join("target/release/infertrace");
-    let dir = root.join("target/bench");
+    let dir = options.dir(&root.join("target/bench"));
     if options.formats {
         return crate::bench_formats::bench_formats(&binary, &dir, options.log_bytes, options.runs);
     }
@@ -699,6 +724,21 @@ mod tests {
         assert!(BenchOptions::parse(&["--runs", "0"]).unwrap_err().to_string().contains("at least 1"));
         assert!(BenchOptions::parse(&["--runs"]).unwrap_err().to_string().contains("needs a value"));
         assert!(BenchOptions::parse(&["--fast"]).unwrap_err().to_string().starts_with("unknown bench option --fast"));
+    }
+
+    #[test]
+    fn other_sizes_get_their_own_directory() {
+        let bench = Path::new("target/bench");
+        let dir = |args: &[&str]| BenchOptions::parse(args).unwrap().dir(bench);
+        assert_eq!(dir(&[]), Path::new("target/bench"));
+        assert_eq!(dir(&["--log-mb", "1024", "--rows", "10000000", "--runs", "1"]), Path::new("target/bench"));
+        assert_eq!(dir(&["--log-mb", "64", "--rows", "500000"]), Path::new("target/bench/log-64mib-rows-500000"));
+        // Either size alone moves the run, since every input and output shares the directory.
+        assert_eq!(dir(&["--rows", "2000"]), Path::new("target/bench/log-1024mib-rows-2000"));
+        assert_eq!(dir(&["--log-mb", "8"]), Path::new("target/bench/log-8mib-rows-10000000"));
+        assert_eq!(dir(&["--formats"]), Path::new("target/bench/formats"));
+        assert_eq!(dir(&["--formats", "--log-mb", "256"]), Path::new("target/bench/formats"));
+        assert_eq!(dir(&["--formats", "--log-mb", "64"]), Path::new("target/bench/formats-64mib"));
     }
 
     #[test]

@@ -106,8 +106,7 @@ fn formats() -> Vec<Format> {
 
 /// Generates every format's input and prints one row per format.
 pub(crate) fn bench_formats(binary: &Path, dir: &Path, bytes: u64, runs: usize) -> Result<()> {
-    let dir = dir.join("formats");
-    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     fs::write(dir.join("mapped-csv.toml"), mapped::CSV_MAPPING)?;
     fs::write(dir.join("mapped-jsonl.toml"), mapped::JSONL_MAPPING)?;
     let mut table = Vec::new();
