@@ -1,5 +1,6 @@
-//! `cargo xtask bench`: how fast `infertrace normalize` is on large generated inputs, against two anchors on the same
-//! files — `wc -l` (the I/O floor) and the straightforward Python normalizer of `bench/baseline/` (what a user would
+//! `cargo xtask bench`: how fast `infertrace normalize` is on large generated inputs, against anchors on the same files
+//! — `wc -l` (the I/O floor), `openssl dgst -sha256` (the hash the manifest records of every input: the floor of
+//! reading it and hashing it once) and the straightforward Python normalizer of `bench/baseline/` (what a user would
 //! write: regexes and pyarrow).
 //!
 //! Inputs are written once into `target/bench/` (at other sizes than the defaults, a directory under it named by the
@@ -271,11 +272,14 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     }
     let inputs = inputs(&dir, options)?;
     let baseline = root.join("bench/baseline/normalize.py");
+    // The manifest records every input's SHA-256, so hashing the input once is a floor as well as reading it:
+    // `openssl dgst` uses the CPU's SHA extensions as `normalize` does (coreutils' `sha256sum` does not).
+    let has_openssl = Command::new("openssl").arg("version").output().is_ok_and(|o| o.status.success());
     let mut table = Vec::new();
     for input in &inputs {
         let bytes = fs::metadata(&input.path)?.len();
         let out = dir.join(format!("{}-out", input.format));
-        let (mut ours, mut wc, mut python) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ours, mut wc, mut sha, mut python) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut peak, mut python_peak) = (None, None);
         for run in 0..options.runs {
             eprintln!("{} run {}/{} …", input.name, run + 1, options.runs);
@@ -285,6 +289,9 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
             ours.push(time);
             peak = rss.max(peak);
             wc.push(measure(Command::new("wc").arg("-l").arg(&input.path))?.0);
+            if has_openssl {
+                sha.push(measure(Command::new("openssl").args(["dgst", "-sha256"]).arg(&input.path))?.0);
+            }
             if !options.no_python {
                 let target = dir.join(format!("{}-python.parquet", input.format));
                 let (time, rss) =
@@ -299,6 +306,7 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         let output = dir_bytes(&out);
         let t = median(ours).as_secs_f64();
         let w = median(wc).as_secs_f64();
+        let h = (!sha.is_empty()).then(|| median(sha).as_secs_f64());
         let p = (!python.is_empty()).then(|| median(python).as_secs_f64());
         table.push(vec![
             input.name.to_owned(),
@@ -311,6 +319,8 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
             format!("{:.2}%", output as f64 * 100.0 / bytes as f64),
             format!("{:.2}", t / w),
             format!("{w:.2}"),
+            h.map_or("-".to_owned(), |h| format!("{:.2}", t / h)),
+            h.map_or("-".to_owned(), |h| format!("{h:.2}")),
             p.map_or("-".to_owned(), |p| format!("{p:.1}")),
             p.map_or("-".to_owned(), |p| format!("{:.1}", p / t)),
             mib(python_peak),
@@ -327,6 +337,8 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
         "output/input",
         "× wc -l",
         "wc -l s",
+        "× SHA-256",
+        "SHA-256 s",
         "python s",
         "python ÷ ours",
         "python RSS MiB",
@@ -334,6 +346,7 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     print_table(&headers, table);
     let threads = options.threads.map_or("one per CPU".to_owned(), |n| n.to_string());
     println!("medians of {} runs; MB = 10^6 bytes; inputs in {}; threads: {threads}", options.runs, dir.display());
+    println!("SHA-256: `openssl dgst -sha256` on the input, the hash the manifest records (`-`: no openssl)");
     compressed(&binary, &dir, &inputs[..2], options.runs, options.threads)?;
     fleet(&binary, &dir, &inputs[..2], options.runs, options.threads)?;
     partitioned(&binary, &dir, &inputs, options.runs, options.threads)?;
