@@ -274,7 +274,7 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     let baseline = root.join("bench/baseline/normalize.py");
     // The manifest records every input's SHA-256, so hashing the input once is a floor as well as reading it:
     // `openssl dgst` uses the CPU's SHA extensions as `normalize` does (coreutils' `sha256sum` does not).
-    let has_openssl = Command::new("openssl").arg("version").output().is_ok_and(|o| o.status.success());
+    let has_openssl = installed("openssl", "version");
     let mut table = Vec::new();
     for input in &inputs {
         let bytes = fs::metadata(&input.path)?.len();
@@ -353,6 +353,11 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     simulations(root, &binary, &dir, options.runs)
 }
 
+/// Whether `program` runs here (`program arg` succeeds): an anchor whose command is missing is shown as `-`.
+fn installed(program: &str, arg: &str) -> bool {
+    Command::new(program).arg(arg).output().is_ok_and(|o| o.status.success())
+}
+
 /// `infertrace normalize`, with `--threads` when the bench was given it.
 fn normalize_command(binary: &Path, threads: Option<usize>) -> Command {
     let mut command = Command::new(binary);
@@ -423,8 +428,7 @@ fn compressed(binary: &Path, dir: &Path, inputs: &[Input], runs: usize, threads:
         let normalize = |path: &Path, out: &Path| {
             measure(normalize_command(binary, threads).arg(path).arg("-o").arg(out).arg("--force"))
         };
-        let floor_exists =
-            |codec: &Codec| Command::new(codec.floor[0]).arg("--version").output().is_ok_and(|o| o.status.success());
+        let floor_exists = |codec: &Codec| installed(codec.floor[0], "--version");
         let mut plain = Vec::new();
         // Per codec: normalize's times, the floor's, and the peak resident memory.
         let mut timed: Vec<(Vec<Duration>, Vec<Duration>, Option<u64>)> =

@@ -1,9 +1,10 @@
 //! `cargo xtask bench --formats`: `infertrace normalize` on a large generated input of every line-oriented format
 //! with a generator, on one thread and on all of them, so that a slow or sequential adapter shows.
 //!
-//! Each input is about `--log-mb` MiB (default 256), written once into `target/bench/formats/` by the adapter's
-//! own generator (seeded) and reused while its size target is unchanged. The whole-document formats (WEKA
-//! conversations, GenAI-Perf and vLLM bench JSON) are left out: a file of theirs is read whole by design.
+//! Each input is about `--log-mb` MiB (default 256), written once into `target/bench/formats/` (at another size,
+//! `target/bench/formats-<N>mib/`) by the adapter's own generator (seeded) and reused while its size target is
+//! unchanged. The whole-document formats (WEKA conversations, GenAI-Perf and vLLM bench JSON) are left out: a file of
+//! theirs is read whole by design.
 
 use std::ffi::OsString;
 use std::fs;

@@ -17,14 +17,13 @@
 //! `map_lines_with`): where the other cores are busy, preparing falls back on the folding thread, which then costs
 //! little more than on one thread (the copy of the lines into chunks).
 //!
-//! Memory stays bounded: at most `4 × threads` chunks are read and not yet folded, and no more are read once those
-//! hold [`AHEAD_BYTES`] (but always the one the fold needs next), each chunk at most [`CHUNK_BYTES`] with its
-//! lines' bookkeeping (a line longer than a chunk makes a chunk of its own, up to the line length limit), however
-//! long or short the lines and however many the threads; only as many chunk buffers are made as chunks are read
-//! ahead at once. What `prepare` makes of a line can be several times its size (a Mooncake record is about 4×),
-//! hence the small chunks. Chunk buffers come from, and go
-//! back to, a process-wide bin (`SPARE_CHUNKS`), so a chunk may have more room than it needs: at most the bin's
-//! 32 MiB more in all.
+//! Memory stays bounded: at most `4 × threads` chunks are read and not yet folded, and no more are read once those hold
+//! [`AHEAD_BYTES`] (but always the one the fold needs next), each chunk at most [`CHUNK_BYTES`] with its lines'
+//! bookkeeping (a line longer than a chunk makes a chunk of its own, up to the line length limit), however long or
+//! short the lines and however many the threads; only as many chunk buffers are made as chunks are read ahead at once.
+//! What `prepare` makes of a line can be several times its size (a Mooncake record is about 4×), hence the small
+//! chunks. Chunk buffers come from, and go back to, a process-wide bin (`SPARE_CHUNKS`), so a chunk may have more room
+//! than it needs: at most the bin's 32 MiB more in all.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
