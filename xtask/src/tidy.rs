@@ -43,6 +43,7 @@ mod tests {
                 "infertrace-adapter" => &["infertrace-schema"],
                 p if p.starts_with("infertrace-adapter-") => &["infertrace-adapter", "infertrace-schema"],
                 "infertrace-engine" => &["infertrace-schema"],
+                "infertrace-query" => &["infertrace-schema"],
                 "infertrace-synth" => &["infertrace-schema"],
                 "infertrace-cache" => &["infertrace-schema"],
                 "infertrace-report" => &["infertrace-engine", "infertrace-schema"],

@@ -18,6 +18,7 @@ pub mod paths;
 pub mod registry;
 pub mod replay;
 pub mod report;
+pub mod sql;
 pub mod summary;
 mod synth;
 

@@ -18,6 +18,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use infertrace::metrics;
 use infertrace::registry::{self, ADAPTERS, FormatArg};
 use infertrace::report::{self, ReportOptions};
+use infertrace::sql::{SqlFormat, SqlOptions, sql};
 use infertrace::summary::{self, INPUT_COUNTS_FROM, INPUT_HEADERS};
 use infertrace::{NormalizeOptions, NormalizeReport, ServegenOptions, normalize, synth_servegen};
 use infertrace_adapter::time::parse_rfc3339;
@@ -25,6 +26,7 @@ use infertrace_adapter::{Adapter, DecompressionLimits, ParseOptions, UtcOffset};
 use infertrace_adapter_mapped::InputKind;
 use infertrace_cache::{Placement, Policy, Sampling};
 use infertrace_engine::{GroupBy, MetricsOptions, Slo};
+use infertrace_query::QueryOptions;
 use infertrace_schema::{CacheTier, PartitionKey};
 
 /// Normalize LLM serving logs, benchmark exports and production traces into one canonical Parquet trace.
@@ -85,6 +87,12 @@ enum Command {
     /// Fit a configuration's efficiency factors (mfu, mbu, step overhead) so that its replay of a measured run
     /// matches the run's mean TTFT and TPOT.
     Calibrate(CalibrateArgs),
+    /// Run a SQL query over the tables `requests`, `samples` and `cache_events` of datasets (all the datasets
+    /// given, as one table each) and print the result as a table, or write it as CSV, JSON lines or Parquet.
+    ///
+    /// Columns are those of `infertrace schema`; times are UTC timestamps, durations seconds. Rows come in no
+    /// particular order without ORDER BY. Sorts, joins and aggregations spill to disk past --memory-limit.
+    Sql(SqlArgs),
     /// List the input formats, one per line.
     Formats,
     /// Print the canonical schema (Markdown, or JSON with --json).
@@ -184,6 +192,52 @@ struct MetricsArgs {
     /// and per kWh; see examples/cost/.
     #[arg(long, value_name = "FILE")]
     cost: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct SqlArgs {
+    /// The query (DataFusion's SQL dialect), such as `SELECT count(*) FROM requests`.
+    #[arg(value_name = "QUERY")]
+    query: String,
+    /// Dataset directories, plain or partitioned; each table is the union of that table in all of them.
+    #[arg(required = true, value_name = "DATASET")]
+    datasets: Vec<PathBuf>,
+    /// How to write the result.
+    #[arg(long, value_enum, default_value_t = SqlFormat::Table)]
+    format: SqlFormat,
+    /// Write the result to this file (replaced if it exists) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Rows the table format shows; the rest are counted.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    max_rows: usize,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// How the query engine uses the machine.
+#[derive(Debug, clap::Args)]
+struct EngineArgs {
+    /// Memory that sorts, joins and aggregations may hold before they spill to disk (K, M, G, T suffixes, powers
+    /// of 1024).
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    memory_limit: u64,
+    /// Directory for spills; the system's temporary directory by default.
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<PathBuf>,
+    /// Threads that run the query; 0 uses one per CPU.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
+}
+
+impl EngineArgs {
+    fn options(&self) -> QueryOptions {
+        QueryOptions {
+            memory_limit: usize::try_from(self.memory_limit).unwrap_or(usize::MAX),
+            spill_dir: self.spill_dir.clone(),
+            threads: self.threads,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -686,6 +740,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let computed = metrics::metrics(&args.datasets, &options)?;
             let text = if args.json { metrics::metrics_json(&computed) } else { metrics::render_metrics(&computed) };
             out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Command::Sql(args) => {
+            let options = SqlOptions {
+                query: args.query,
+                datasets: args.datasets,
+                format: args.format,
+                output: args.output,
+                max_rows: args.max_rows,
+                query_options: args.engine.options(),
+            };
+            sql(&options, &mut out)?;
             out.flush()?;
         }
         Command::Merge(args) => {

@@ -25,6 +25,7 @@ use std::thread::JoinHandle;
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 use arrow::datatypes::DataType;
+use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -35,7 +36,6 @@ use crate::manifest::{Manifest, RowCounts};
 use crate::partition::{PartitionKey, PartitionedTable, part_files, restore_key};
 use crate::table::{Table, TableBuilder};
 use crate::tables::{CacheEvent, EngineSample, RequestRow, cache_event, sample};
-use crate::writer::{SharedChunks, TableFileWriter};
 
 /// Version of the canonical schema written by this crate. Readers refuse datasets of a newer version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -156,7 +156,7 @@ const BATCHES_AHEAD: usize = 2;
 /// Where a table's encoding thread writes its batches.
 enum TableSink<T: Table> {
     /// One file, `<table>.parquet`.
-    Whole(Box<TableFileWriter<BufWriter<File>>>, PathBuf),
+    Whole(Box<ArrowWriter<BufWriter<File>>>, PathBuf),
     /// Hive partitions, `<table>/<key>=<value>/part-0.parquet`.
     Partitioned(PartitionedTable<T>),
 }
@@ -184,7 +184,7 @@ impl<T: Table> TableSink<T> {
 /// Writes `batch`, then closes the row group if it holds more than [`ROW_GROUP_BYTES`]: a row group is also closed by
 /// size, so that long prefix-hash lists cannot make it hold the table.
 pub(crate) fn write_batch<W: io::Write + Send>(
-    writer: &mut TableFileWriter<W>,
+    writer: &mut ArrowWriter<W>,
     batch: &RecordBatch,
 ) -> Result<(), parquet::errors::ParquetError> {
     writer.write(batch)?;
@@ -292,13 +292,9 @@ impl<T: Table + 'static> TableWriter<T> {
                 let path = dir.join(format!("{}.parquet", T::NAME));
                 let file = File::create(&path).map_err(io_error("create", &path))?;
                 let properties = writer_properties::<T>();
-                let writer = TableFileWriter::try_new(
-                    BufWriter::with_capacity(1 << 20, file),
-                    T::schema(),
-                    properties,
-                    SharedChunks::default(),
-                )
-                .map_err(parquet_error("create", &path))?;
+                let writer =
+                    ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
+                        .map_err(parquet_error("create", &path))?;
                 (path.clone(), TableSink::Whole(Box::new(writer), path))
             }
         };
@@ -535,24 +531,75 @@ pub struct Dataset {
 impl Dataset {
     /// Reads the dataset at `dir`, checking the schema version of every file.
     pub fn open(dir: &Path) -> Result<Self> {
-        let manifest_path = dir.join(MANIFEST_FILE);
-        let text = fs::read_to_string(&manifest_path).map_err(io_error("read", &manifest_path))?;
-        let manifest: Manifest = serde_json::from_str(&text)
-            .map_err(|source| DatasetError::Manifest { path: manifest_path.clone(), source })?;
-        if manifest.schema_version > SCHEMA_VERSION {
-            return Err(DatasetError::NewerSchema {
-                path: manifest_path,
-                found: manifest.schema_version,
-                supported: SCHEMA_VERSION,
-            });
-        }
         Ok(Self {
-            manifest,
+            manifest: read_manifest(dir)?,
             requests: read_table::<RequestRow>(dir)?,
             samples: read_table::<EngineSample>(dir)?,
             cache_events: read_table::<CacheEvent>(dir)?,
         })
     }
+}
+
+/// The manifest of the dataset at `dir`, refused when a newer infertrace wrote it.
+pub fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let text = fs::read_to_string(&manifest_path).map_err(io_error("read", &manifest_path))?;
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|source| DatasetError::Manifest { path: manifest_path.clone(), source })?;
+    if manifest.schema_version > SCHEMA_VERSION {
+        return Err(DatasetError::NewerSchema {
+            path: manifest_path,
+            found: manifest.schema_version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(manifest)
+}
+
+/// One Parquet file of a table: the whole table, or one part of a Hive-partitioned table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// For a part, its partition column and that column's value (`None` for the null partition). A part of a
+    /// table partitioned by `source` or `instance` does not hold that column: its value is here only.
+    pub partition: Option<(String, Option<String>)>,
+}
+
+/// The files of table `T` in the dataset at `dir`, in path order, each checked to be an infertrace table of a schema
+/// version this build reads (only its footer is read). A partitioned table with no rows has no files.
+pub fn table_files<T: Table>(dir: &Path) -> Result<Vec<TableFile>> {
+    let path = dir.join(format!("{}.parquet", T::NAME));
+    let root = dir.join(T::NAME);
+    let files = if !path.exists() && root.is_dir() {
+        part_files(&root)?
+            .into_iter()
+            .map(|(path, key, value)| TableFile { path, partition: Some((key, value)) })
+            .collect()
+    } else {
+        vec![TableFile { path, partition: None }]
+    };
+    for file in &files {
+        let opened = File::open(&file.path).map_err(io_error("open", &file.path))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(opened).map_err(parquet_error("read", &file.path))?;
+        check_version(&builder, &file.path)?;
+    }
+    Ok(files)
+}
+
+/// Refuses a file that is not an infertrace table, or that a newer infertrace wrote.
+fn check_version(builder: &ParquetRecordBatchReaderBuilder<File>, path: &Path) -> Result<()> {
+    let version = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kvs| kvs.iter().find(|kv| kv.key == SCHEMA_VERSION_KEY))
+        .and_then(|kv| kv.value.as_deref()?.parse::<u32>().ok())
+        .ok_or_else(|| DatasetError::NotInfertrace { path: path.to_owned() })?;
+    if version > SCHEMA_VERSION {
+        return Err(DatasetError::NewerSchema { path: path.to_owned(), found: version, supported: SCHEMA_VERSION });
+    }
+    Ok(())
 }
 
 /// Reads one table of the dataset at `dir` into a single batch, checking its schema version: `<table>.parquet`, or
@@ -593,16 +640,7 @@ fn read_file(path: &Path) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatc
     let parquet_error = |action| parquet_error(action, path);
     let file = File::open(path).map_err(io_error("open", path))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_error("read"))?;
-    let version = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .and_then(|kvs| kvs.iter().find(|kv| kv.key == SCHEMA_VERSION_KEY))
-        .and_then(|kv| kv.value.as_deref()?.parse::<u32>().ok())
-        .ok_or_else(|| DatasetError::NotInfertrace { path: path.to_owned() })?;
-    if version > SCHEMA_VERSION {
-        return Err(DatasetError::NewerSchema { path: path.to_owned(), found: version, supported: SCHEMA_VERSION });
-    }
+    check_version(&builder, path)?;
     let schema = builder.schema().clone();
     let batches = builder
         .build()

@@ -21,11 +21,10 @@ pub mod render;
 mod table;
 mod tables;
 mod vocab;
-mod writer;
 
 pub use dataset::{
     BATCH_LIST_BYTES, BATCH_ROWS, Dataset, DatasetError, DatasetWriter, MANIFEST_FILE, ROW_GROUP_BYTES, ROW_GROUP_ROWS,
-    SCHEMA_VERSION, SCHEMA_VERSION_KEY, TABLE_KEY, manifest_json, read_table,
+    SCHEMA_VERSION, SCHEMA_VERSION_KEY, TABLE_KEY, TableFile, manifest_json, read_manifest, read_table, table_files,
 };
 pub use kind::{ColumnKind, Dict, F64, TIME_ZONE, Text, Time, U16, U32, U64, U64List, Utf8};
 pub use manifest::{

@@ -1,0 +1,226 @@
+//! Canonical infertrace datasets as Apache DataFusion tables: the one way the analysis commands read datasets.
+//!
+//! [`Datasets::open`] takes any number of dataset directories, plain or Hive-partitioned, and registers in one
+//! DataFusion session the tables `requests`, `samples` and `cache_events`, each the union of that table in every
+//! dataset, typed by the current canonical schema ([`infertrace_schema::Table::schema`]). Every file's schema version
+//! is checked first, from its footer, as [`infertrace_schema::Dataset::open`] does: a newer dataset is refused with a
+//! one-line error. A dataset of an older schema version reads with its missing columns null.
+//!
+//! Key decision: scans, projection, filters, sorts, joins and aggregations are DataFusion's, which reads only the
+//! columns a query uses, streams record batches, and spills sorts and aggregations to disk past the memory budget
+//! of [`QueryOptions`]. This crate only says where the tables are. [`Datasets::scan`] is the stream of one table's
+//! batches with a projection, for work a query engine cannot express (a simulation that walks requests in order);
+//! [`Datasets::sql`] runs a user's query.
+//!
+//! A table partitioned by `source` or `instance` does not store that column in its files (Hive layout): each part's
+//! value, read from its directory name by [`infertrace_schema::table_files`], is put back as a constant column. Rows
+//! come in no particular order: a query that needs one says `ORDER BY`.
+//!
+//! It deliberately prints nothing and computes no figure: the engine says what a figure is, the CLI renders.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::catalog::empty::EmptyTable;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{DataFrame, Expr, SessionConfig, SessionContext, cast, col, lit};
+use datafusion::scalar::ScalarValue;
+use infertrace_schema::{CacheEvent, DatasetError, EngineSample, Manifest, RequestRow, Table, TableFile};
+
+pub use datafusion;
+
+/// Memory a session's sorts, joins and aggregations may hold before they spill, unless told otherwise: 1 GiB.
+pub const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
+
+/// An error opening or querying datasets: a dataset that cannot be read, or the query engine's error.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// A dataset's manifest or table file could not be read, or is of a newer schema.
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
+    /// A path DataFusion cannot address.
+    #[error("cannot read {path}: {message}")]
+    Path {
+        /// The file.
+        path: PathBuf,
+        /// What the engine said.
+        message: String,
+    },
+    /// The query engine failed: a query that does not parse or plan, a file that does not decode, no room to spill.
+    /// Its message is the innermost error's, on one line.
+    #[error("{}", one_line(.0))]
+    Engine(Box<DataFusionError>),
+}
+
+impl From<DataFusionError> for QueryError {
+    fn from(error: DataFusionError) -> Self {
+        QueryError::Engine(Box::new(error))
+    }
+}
+
+/// DataFusion's message on one line, without the context it wraps around the error that matters.
+fn one_line(error: &DataFusionError) -> String {
+    error.find_root().to_string().replace('\n', " ")
+}
+
+/// How a session uses the machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryOptions {
+    /// Bytes that sorts, joins and aggregations may hold together before spilling to disk.
+    pub memory_limit: usize,
+    /// Where spills go; the system's temporary directory when `None`.
+    pub spill_dir: Option<PathBuf>,
+    /// Partitions each plan is split into, at most the threads that run it; 0 for one per core.
+    pub threads: usize,
+}
+
+impl Default for QueryOptions {
+    fn default() -> Self {
+        Self { memory_limit: DEFAULT_MEMORY_LIMIT, spill_dir: None, threads: 0 }
+    }
+}
+
+/// One or more datasets, registered as the tables `requests`, `samples` and `cache_events` of one session.
+pub struct Datasets {
+    context: SessionContext,
+    manifests: Vec<Manifest>,
+}
+
+impl std::fmt::Debug for Datasets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Datasets").field("session", &self.context.session_id()).finish_non_exhaustive()
+    }
+}
+
+impl Datasets {
+    /// Registers the datasets at `dirs`, checking every manifest and table file first.
+    pub async fn open(dirs: &[PathBuf], options: &QueryOptions) -> Result<Self, QueryError> {
+        let manifests = dirs.iter().map(|dir| infertrace_schema::read_manifest(dir)).collect::<Result<Vec<_>, _>>()?;
+        let context = session(options)?;
+        register::<RequestRow>(&context, dirs).await?;
+        register::<EngineSample>(&context, dirs).await?;
+        register::<CacheEvent>(&context, dirs).await?;
+        Ok(Self { context, manifests })
+    }
+
+    /// The DataFusion session the tables are registered in.
+    pub fn context(&self) -> &SessionContext {
+        &self.context
+    }
+
+    /// The manifests of the datasets, in the order given.
+    pub fn manifests(&self) -> &[Manifest] {
+        &self.manifests
+    }
+
+    /// The rows of table `T` of every dataset, as a stream of record batches holding `columns` only, in that order.
+    /// Only those columns are read from the files.
+    pub async fn scan<T: Table>(&self, columns: &[&str]) -> Result<SendableRecordBatchStream, QueryError> {
+        Ok(self.table::<T>(columns).await?.execute_stream().await?)
+    }
+
+    /// The plan of [`scan`](Self::scan), not yet run: to filter, sort or aggregate it further.
+    pub async fn table<T: Table>(&self, columns: &[&str]) -> Result<DataFrame, QueryError> {
+        Ok(self.context.table(T::NAME).await?.select_columns(columns)?)
+    }
+
+    /// The plan of a SQL query over the tables, not yet run.
+    pub async fn sql(&self, query: &str) -> Result<DataFrame, QueryError> {
+        Ok(self.context.sql(query).await?)
+    }
+}
+
+/// A session whose sorts, joins and aggregations spill past `options.memory_limit`.
+fn session(options: &QueryOptions) -> Result<SessionContext, QueryError> {
+    let mut disk = DiskManagerBuilder::default();
+    if let Some(dir) = &options.spill_dir {
+        disk = disk.with_mode(DiskManagerMode::Directories(vec![dir.clone()]));
+    }
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_pool(Arc::new(FairSpillPool::new(options.memory_limit)))
+        .with_disk_manager_builder(disk)
+        .build_arc()?;
+    let mut config = SessionConfig::new().with_information_schema(true);
+    if options.threads > 0 {
+        config = config.with_target_partitions(options.threads);
+    }
+    Ok(SessionContext::new_with_config_rt(config, runtime))
+}
+
+/// Registers table `T` of every dataset in `dirs` as one table named `T::NAME`.
+///
+/// Files that hold every column of the table (whole tables, and parts partitioned by date) are one listing table.
+/// Parts that lack their partition column are one listing table per partition value, with the value put back as a
+/// constant; all are then one union.
+async fn register<T: Table>(context: &SessionContext, dirs: &[PathBuf]) -> Result<(), QueryError> {
+    // Without the schema's metadata, so that every branch of the union has the same schema.
+    let schema: SchemaRef = Arc::new(Schema::new(T::schema().fields().clone()));
+    let mut whole = Vec::new();
+    let mut parts: Vec<(String, Option<String>, Vec<PathBuf>)> = Vec::new();
+    for dir in dirs {
+        for TableFile { path, partition } in infertrace_schema::table_files::<T>(dir)? {
+            match partition {
+                Some((key, value)) if schema.index_of(&key).is_ok() => {
+                    match parts.iter_mut().find(|(k, v, _)| *k == key && *v == value) {
+                        Some((_, _, files)) => files.push(path),
+                        None => parts.push((key, value, vec![path])),
+                    }
+                }
+                _ => whole.push(path),
+            }
+        }
+    }
+    let mut frames = Vec::new();
+    if !whole.is_empty() {
+        frames.push(context.read_table(listing(&whole, schema.clone()).await?)?);
+    }
+    for (key, value, files) in parts {
+        let stored = Arc::new(Schema::new(
+            schema.fields().iter().filter(|field| *field.name() != key).cloned().collect::<Vec<_>>(),
+        ));
+        let frame = context.read_table(listing(&files, stored).await?)?;
+        let columns: Vec<Expr> = schema
+            .fields()
+            .iter()
+            .map(|field| {
+                if *field.name() == key {
+                    let value = ScalarValue::Utf8(value.clone());
+                    cast(lit(value), field.data_type().clone()).alias(&key)
+                } else {
+                    col(field.name())
+                }
+            })
+            .collect();
+        frames.push(frame.select(columns)?);
+    }
+    let table: Arc<dyn TableProvider> = match frames.into_iter().reduce(|a, b| a.union(b).expect("one schema")) {
+        Some(frame) => frame.into_view(),
+        None => Arc::new(EmptyTable::new(schema)),
+    };
+    context.register_table(T::NAME, table)?;
+    Ok(())
+}
+
+/// A listing table of the Parquet `files`, read as `schema` (a column a file lacks reads as null).
+async fn listing(files: &[PathBuf], schema: SchemaRef) -> Result<Arc<dyn TableProvider>, QueryError> {
+    let urls = files.iter().map(|path| url(path)).collect::<Result<Vec<_>, _>>()?;
+    let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+    let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
+    Ok(Arc::new(ListingTable::try_new(config)?))
+}
+
+/// The URL DataFusion reads `path` by.
+fn url(path: &Path) -> Result<ListingTableUrl, QueryError> {
+    let absolute =
+        std::path::absolute(path).map_err(|e| QueryError::Path { path: path.to_owned(), message: e.to_string() })?;
+    ListingTableUrl::parse(absolute.to_string_lossy())
+        .map_err(|e| QueryError::Path { path: path.to_owned(), message: one_line(&e) })
+}

@@ -1,0 +1,239 @@
+//! Datasets as DataFusion tables: several datasets at once, plain and partitioned, every table, projection and the
+//! schema-version check. Expected values are written by hand from the rows below.
+
+use std::path::{Path, PathBuf};
+
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::physical_plan::displayable;
+use futures::StreamExt as _;
+use infertrace_query::{Datasets, QueryOptions};
+use infertrace_schema::{
+    Assumptions, CacheEvent, CacheEventKind, CacheTier, DatasetWriter, EngineSample, Manifest, PartitionKey, Producer,
+    RequestRow, RowCounts, SCHEMA_VERSION, Status,
+};
+
+fn manifest() -> Manifest {
+    Manifest {
+        schema_version: SCHEMA_VERSION,
+        producer: Producer { name: "test".into(), version: "0".into() },
+        assumptions: Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+        inputs: vec![],
+        skipped: vec![],
+        merge: None,
+        cache_sim: None,
+        partition_by: None,
+        hash_salt: None,
+        rows: RowCounts::default(),
+    }
+}
+
+/// Three requests (on instance `DP0 TP0`, on none, on `DP1`), two samples and one cache event; ids start with
+/// `prefix` so that the rows of two datasets differ.
+fn write(dir: &Path, prefix: &str, partition: Option<PartitionKey>) {
+    let mut writer = DatasetWriter::create_partitioned(dir, false, partition).unwrap();
+    let requests =
+        [(Some("DP0 TP0"), 0.5, 100, Status::Ok), (None, 1.5, 200, Status::Ok), (Some("DP1"), 2.5, 300, Status::Error)];
+    for (i, (instance, ttft, input, status)) in requests.into_iter().enumerate() {
+        writer
+            .push_request(&RequestRow {
+                request_id: format!("{prefix}-{i}"),
+                source: "vllm-log".into(),
+                instance: instance.map(Into::into),
+                arrival_time: Some(1_000_000_000 * (i as i64 + 1)),
+                ttft_s: Some(ttft),
+                input_tokens: Some(input),
+                status,
+                prefix_hashes: Some(vec![7, 8 + i as u64]),
+                ..RequestRow::default()
+            })
+            .unwrap();
+    }
+    for (metric, value) in [("kv_cache_usage", 0.25), ("requests_waiting", 3.0)] {
+        writer
+            .push_sample(&EngineSample {
+                time: 5_000_000_000,
+                source: "vllm-log".into(),
+                instance: Some("DP0 TP0".into()),
+                metric: metric.into(),
+                value,
+                source_file: None,
+                source_line: None,
+            })
+            .unwrap();
+    }
+    writer
+        .push_cache_event(&CacheEvent {
+            time: Some(6_000_000_000),
+            source: "vllm-kv-events".into(),
+            tier: Some(CacheTier::Gpu),
+            event: CacheEventKind::Stored,
+            blocks: Some(4),
+            ..CacheEvent::default()
+        })
+        .unwrap();
+    writer.finish(manifest()).unwrap();
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap()
+}
+
+/// The result of `query` over `dirs`, as a text table.
+fn query(dirs: &[PathBuf], query: &str) -> String {
+    runtime().block_on(async {
+        let datasets = Datasets::open(dirs, &QueryOptions::default()).await.unwrap();
+        let batches = datasets.sql(query).await.unwrap().collect().await.unwrap();
+        pretty_format_batches(&batches).unwrap().to_string()
+    })
+}
+
+fn two_datasets() -> (tempfile::TempDir, Vec<PathBuf>) {
+    let root = tempfile::tempdir().unwrap();
+    let (plain, by_instance) = (root.path().join("plain"), root.path().join("by-instance"));
+    write(&plain, "a", None);
+    write(&by_instance, "b", Some(PartitionKey::Instance));
+    // The partitioned dataset really is: `instance` lives in the directory names only.
+    assert!(by_instance.join("requests/instance=DP0%20TP0/part-0.parquet").is_file());
+    assert!(by_instance.join("requests/instance=__HIVE_DEFAULT_PARTITION__/part-0.parquet").is_file());
+    (root, vec![plain, by_instance])
+}
+
+#[test]
+fn requests_of_a_plain_and_a_partitioned_dataset_are_one_table() {
+    let (_root, dirs) = two_datasets();
+    let table = query(
+        &dirs,
+        "SELECT instance, count(*) AS requests, sum(input_tokens) AS input, avg(ttft_s) AS ttft \
+         FROM requests GROUP BY instance ORDER BY instance NULLS FIRST",
+    );
+    let expected = "\
++----------+----------+-------+------+
+| instance | requests | input | ttft |
++----------+----------+-------+------+
+|          | 2        | 400   | 1.5  |
+| DP0 TP0  | 2        | 200   | 0.5  |
+| DP1      | 2        | 600   | 2.5  |
++----------+----------+-------+------+";
+    assert_eq!(table, expected);
+    // Each dataset's rows once, whatever its layout.
+    let ids = query(&dirs, "SELECT request_id, status FROM requests WHERE ttft_s > 1 ORDER BY request_id");
+    let expected = "\
++------------+--------+
+| request_id | status |
++------------+--------+
+| a-1        | ok     |
+| a-2        | error  |
+| b-1        | ok     |
+| b-2        | error  |
++------------+--------+";
+    assert_eq!(ids, expected);
+}
+
+#[test]
+fn samples_and_cache_events_are_tables_too() {
+    let (_root, dirs) = two_datasets();
+    let samples = query(
+        &dirs,
+        "SELECT metric, instance, count(*) AS n, sum(value) AS total FROM samples GROUP BY metric, instance \
+         ORDER BY metric",
+    );
+    let expected = "\
++------------------+----------+---+-------+
+| metric           | instance | n | total |
++------------------+----------+---+-------+
+| kv_cache_usage   | DP0 TP0  | 2 | 0.5   |
+| requests_waiting | DP0 TP0  | 2 | 6.0   |
++------------------+----------+---+-------+";
+    assert_eq!(samples, expected);
+    let events = query(
+        &dirs,
+        "SELECT event, tier, sum(blocks) AS blocks, min(time) AS t FROM cache_events GROUP BY event, tier",
+    );
+    let expected = "\
++--------+------+--------+----------------------+
+| event  | tier | blocks | t                    |
++--------+------+--------+----------------------+
+| stored | gpu  | 8      | 1970-01-01T00:00:06Z |
++--------+------+--------+----------------------+";
+    assert_eq!(events, expected);
+}
+
+#[test]
+fn list_columns_unnest_for_prefix_reuse() {
+    let (_root, dirs) = two_datasets();
+    // Hash 7 is in all six requests, 8, 9 and 10 each in two.
+    let table = query(
+        &dirs,
+        "SELECT h, count(*) AS n FROM (SELECT unnest(prefix_hashes) AS h FROM requests) GROUP BY h ORDER BY h",
+    );
+    let expected = "\
++----+---+
+| h  | n |
++----+---+
+| 7  | 6 |
+| 8  | 2 |
+| 9  | 2 |
+| 10 | 2 |
++----+---+";
+    assert_eq!(table, expected);
+}
+
+#[test]
+fn a_scan_reads_only_the_columns_it_names() {
+    let (_root, dirs) = two_datasets();
+    runtime().block_on(async {
+        let datasets = Datasets::open(&dirs, &QueryOptions::default()).await.unwrap();
+        let frame = datasets.table::<RequestRow>(&["ttft_s", "instance"]).await.unwrap();
+        let plan = frame.create_physical_plan().await.unwrap();
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        // One scan of the plain file and one per partition value, each reading `ttft_s` (and `instance` where the
+        // file holds it), never the other columns such as `prefix_hashes`.
+        let scans: Vec<&str> = text.lines().filter(|l| l.contains("DataSourceExec")).collect();
+        assert_eq!(scans.len(), 4, "{text}");
+        let projections: Vec<&str> =
+            scans.iter().map(|scan| scan.split("projection=[").nth(1).unwrap().split(']').next().unwrap()).collect();
+        // The parts' `instance` is their directory's value, a constant: the files give `ttft_s` only.
+        let constant = |value| format!("CAST({value} AS Dictionary(Int32, Utf8)) as instance, ttft_s");
+        let expected =
+            ["instance, ttft_s".to_owned(), constant("DP0 TP0"), constant("DP1"), "NULL as instance, ttft_s".into()];
+        assert_eq!(projections, expected, "{text}");
+        let mut stream = datasets.scan::<RequestRow>(&["ttft_s", "instance"]).await.unwrap();
+        let names: Vec<String> = stream.schema().fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names, ["ttft_s", "instance"]);
+        let mut rows = 0;
+        while let Some(batch) = stream.next().await {
+            rows += batch.unwrap().num_rows();
+        }
+        assert_eq!(rows, 6);
+    });
+}
+
+#[test]
+fn a_dataset_of_a_newer_schema_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("ds");
+    write(&dir, "a", None);
+    let manifest = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let newer = text.replace(&format!("\"schema_version\": {SCHEMA_VERSION}"), "\"schema_version\": 999");
+    assert_ne!(text, newer);
+    std::fs::write(&manifest, newer).unwrap();
+    let error = runtime().block_on(Datasets::open(&[dir], &QueryOptions::default())).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("schema version 999") && message.contains("upgrade infertrace"), "{message}");
+}
+
+#[test]
+fn an_empty_partitioned_table_is_an_empty_table() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("ds");
+    DatasetWriter::create_partitioned(&dir, false, Some(PartitionKey::Source)).unwrap().finish(manifest()).unwrap();
+    let table = query(&[dir], "SELECT count(*) AS n, max(ttft_s) AS worst FROM requests");
+    let expected = "\
++---+-------+
+| n | worst |
++---+-------+
+| 0 |       |
++---+-------+";
+    assert_eq!(table, expected);
+}
