@@ -254,8 +254,8 @@ pub(crate) fn dir_bytes(dir: &Path) -> u64 {
     })
 }
 
-/// Runs the benchmark and prints its table.
-pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
+/// Builds the release binary and returns its path.
+pub(crate) fn release_binary(root: &Path) -> Result<PathBuf> {
     eprintln!("building the release binary …");
     let built = Command::new(env!("CARGO"))
         .args(["build", "--release", "-p", "infertrace"])
@@ -265,7 +265,12 @@ pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
     if !built.success() {
         bail!("cargo build --release -p infertrace failed");
     }
-    let binary = root.join("target/release/infertrace");
+    Ok(root.join("target/release/infertrace"))
+}
+
+/// Runs the benchmark and prints its table.
+pub(crate) fn bench(root: &Path, options: &BenchOptions) -> Result<()> {
+    let binary = release_binary(root)?;
     let dir = options.dir(&root.join("target/bench"));
     if options.formats {
         return crate::bench_formats::bench_formats(&binary, &dir, options.log_bytes, options.runs);

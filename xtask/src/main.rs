@@ -7,6 +7,8 @@
 //!   on large generated inputs against `wc -l` and the Python baseline of `bench/baseline/`, then the logs compressed
 //!   and cut into gzip'd parts, and every input with `--partition-by date` (see `bench.rs`; not part of CI); with
 //!   `--formats`, on every other line-oriented format, one thread against all (`bench_formats.rs`).
+//! - `bench --scale [--requests 1M,10M,100M] [--runs N] [--no-duckdb]` times the analysis commands on generated
+//!   datasets of those sizes, with their peak memory, and DuckDB computing the same figures (`bench_scale.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
@@ -21,10 +23,11 @@ use infertrace_schema::docs::generated_files;
 
 mod bench;
 mod bench_formats;
+mod bench_scale;
 mod fuzz;
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--threads N] [--formats]>";
+const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--threads N] [--formats] | bench --scale [--requests N,…] [--runs N] [--no-duckdb]>";
 
 fn main() -> ExitCode {
     match run() {
@@ -44,6 +47,10 @@ fn run() -> Result<()> {
         ["codegen", "--check"] => codegen(&root, true),
         ["normalize"] => normalize_testdata(&root),
         ["fuzz-seed"] => fuzz::seed(&root),
+        ["bench", "--scale", rest @ ..] => {
+            let options = bench_scale::ScaleOptions::parse(rest)?;
+            bench_scale::bench(&bench::release_binary(&root)?, &root.join("target/bench"), &options)
+        }
         ["bench", rest @ ..] => bench::bench(&root, &bench::BenchOptions::parse(rest)?),
         _ => bail!("{USAGE}"),
     }

@@ -56,7 +56,7 @@ pub fn sql(options: &SqlOptions, out: &mut dyn Write) -> Result<()> {
     }
     let runtime = runtime(&options.query_options)?;
     runtime.block_on(async {
-        let datasets = open(&options.datasets, &options.query_options).await?;
+        let datasets = Datasets::open(&options.datasets, &options.query_options).await?;
         let stream = datasets
             .sql(&options.query)
             .await
@@ -69,14 +69,6 @@ pub fn sql(options: &SqlOptions, out: &mut dyn Write) -> Result<()> {
             None => write(stream, options, out).await,
         }
     })
-}
-
-/// Opens `paths` as one set of tables; the error names the dataset that cannot be read.
-pub async fn open(paths: &[PathBuf], options: &QueryOptions) -> Result<Datasets> {
-    for path in paths {
-        infertrace_schema::read_manifest(path).with_context(|| format!("cannot read dataset {}", path.display()))?;
-    }
-    Datasets::open(paths, options).await.context("cannot read datasets")
 }
 
 /// The runtime DataFusion's streams run on, with as many threads as the session's partitions.

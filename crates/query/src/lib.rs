@@ -18,6 +18,7 @@
 //!
 //! It deliberately prints nothing and computes no figure: the engine says what a figure is, the CLI renders.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -44,8 +45,14 @@ pub const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
     /// A dataset's manifest or table file could not be read, or is of a newer schema.
-    #[error(transparent)]
-    Dataset(#[from] DatasetError),
+    #[error("cannot read dataset {}", dir.display())]
+    Dataset {
+        /// The dataset.
+        dir: PathBuf,
+        /// What failed.
+        #[source]
+        source: DatasetError,
+    },
     /// A path DataFusion cannot address.
     #[error("cannot read {path}: {message}")]
     Path {
@@ -103,7 +110,10 @@ impl std::fmt::Debug for Datasets {
 impl Datasets {
     /// Registers the datasets at `dirs`, checking every manifest and table file first.
     pub async fn open(dirs: &[PathBuf], options: &QueryOptions) -> Result<Self, QueryError> {
-        let manifests = dirs.iter().map(|dir| infertrace_schema::read_manifest(dir)).collect::<Result<Vec<_>, _>>()?;
+        let manifests = dirs
+            .iter()
+            .map(|dir| infertrace_schema::read_manifest(dir).map_err(dataset_error(dir)))
+            .collect::<Result<Vec<_>, _>>()?;
         let context = session(options)?;
         register::<RequestRow>(&context, dirs).await?;
         register::<EngineSample>(&context, dirs).await?;
@@ -164,15 +174,12 @@ async fn register<T: Table>(context: &SessionContext, dirs: &[PathBuf]) -> Resul
     // Without the schema's metadata, so that every branch of the union has the same schema.
     let schema: SchemaRef = Arc::new(Schema::new(T::schema().fields().clone()));
     let mut whole = Vec::new();
-    let mut parts: Vec<(String, Option<String>, Vec<PathBuf>)> = Vec::new();
+    let mut parts: BTreeMap<(String, Option<String>), Vec<PathBuf>> = BTreeMap::new();
     for dir in dirs {
-        for TableFile { path, partition } in infertrace_schema::table_files::<T>(dir)? {
+        for TableFile { path, partition } in infertrace_schema::table_files::<T>(dir).map_err(dataset_error(dir))? {
             match partition {
-                Some((key, value)) if schema.index_of(&key).is_ok() => {
-                    match parts.iter_mut().find(|(k, v, _)| *k == key && *v == value) {
-                        Some((_, _, files)) => files.push(path),
-                        None => parts.push((key, value, vec![path])),
-                    }
+                Some(key_value) if schema.index_of(&key_value.0).is_ok() => {
+                    parts.entry(key_value).or_default().push(path);
                 }
                 _ => whole.push(path),
             }
@@ -180,13 +187,13 @@ async fn register<T: Table>(context: &SessionContext, dirs: &[PathBuf]) -> Resul
     }
     let mut frames = Vec::new();
     if !whole.is_empty() {
-        frames.push(context.read_table(listing(&whole, schema.clone()).await?)?);
+        frames.push(context.read_table(listing(&whole, schema.clone())?)?);
     }
-    for (key, value, files) in parts {
+    for ((key, value), files) in parts {
         let stored = Arc::new(Schema::new(
             schema.fields().iter().filter(|field| *field.name() != key).cloned().collect::<Vec<_>>(),
         ));
-        let frame = context.read_table(listing(&files, stored).await?)?;
+        let frame = context.read_table(listing(&files, stored)?)?;
         let columns: Vec<Expr> = schema
             .fields()
             .iter()
@@ -201,8 +208,9 @@ async fn register<T: Table>(context: &SessionContext, dirs: &[PathBuf]) -> Resul
             .collect();
         frames.push(frame.select(columns)?);
     }
-    let table: Arc<dyn TableProvider> = match frames.into_iter().reduce(|a, b| a.union(b).expect("one schema")) {
-        Some(frame) => frame.into_view(),
+    let mut frames = frames.into_iter();
+    let table: Arc<dyn TableProvider> = match frames.next() {
+        Some(first) => frames.try_fold(first, DataFrame::union)?.into_view(),
         None => Arc::new(EmptyTable::new(schema)),
     };
     context.register_table(T::NAME, table)?;
@@ -210,11 +218,16 @@ async fn register<T: Table>(context: &SessionContext, dirs: &[PathBuf]) -> Resul
 }
 
 /// A listing table of the Parquet `files`, read as `schema` (a column a file lacks reads as null).
-async fn listing(files: &[PathBuf], schema: SchemaRef) -> Result<Arc<dyn TableProvider>, QueryError> {
+fn listing(files: &[PathBuf], schema: SchemaRef) -> Result<Arc<dyn TableProvider>, QueryError> {
     let urls = files.iter().map(|path| url(path)).collect::<Result<Vec<_>, _>>()?;
     let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
     let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
     Ok(Arc::new(ListingTable::try_new(config)?))
+}
+
+/// A [`QueryError::Dataset`] maker for `dir`, for `map_err`.
+fn dataset_error(dir: &Path) -> impl FnOnce(DatasetError) -> QueryError + use<'_> {
+    move |source| QueryError::Dataset { dir: dir.to_owned(), source }
 }
 
 /// The URL DataFusion reads `path` by.

@@ -192,10 +192,11 @@ fn a_scan_reads_only_the_columns_it_names() {
         assert_eq!(scans.len(), 4, "{text}");
         let projections: Vec<&str> =
             scans.iter().map(|scan| scan.split("projection=[").nth(1).unwrap().split(']').next().unwrap()).collect();
-        // The parts' `instance` is their directory's value, a constant: the files give `ttft_s` only.
+        // The parts' `instance` is their directory's value, a constant: the files give `ttft_s` only. Parts come in
+        // the order of their values, the null partition first.
         let constant = |value| format!("CAST({value} AS Dictionary(Int32, Utf8)) as instance, ttft_s");
         let expected =
-            ["instance, ttft_s".to_owned(), constant("DP0 TP0"), constant("DP1"), "NULL as instance, ttft_s".into()];
+            ["instance, ttft_s".to_owned(), "NULL as instance, ttft_s".into(), constant("DP0 TP0"), constant("DP1")];
         assert_eq!(projections, expected, "{text}");
         let mut stream = datasets.scan::<RequestRow>(&["ttft_s", "instance"]).await.unwrap();
         let names: Vec<String> = stream.schema().fields().iter().map(|f| f.name().clone()).collect();
@@ -218,9 +219,10 @@ fn a_dataset_of_a_newer_schema_is_refused() {
     let newer = text.replace(&format!("\"schema_version\": {SCHEMA_VERSION}"), "\"schema_version\": 999");
     assert_ne!(text, newer);
     std::fs::write(&manifest, newer).unwrap();
-    let error = runtime().block_on(Datasets::open(&[dir], &QueryOptions::default())).unwrap_err();
-    let message = error.to_string();
-    assert!(message.contains("schema version 999") && message.contains("upgrade infertrace"), "{message}");
+    let error = runtime().block_on(Datasets::open(std::slice::from_ref(&dir), &QueryOptions::default())).unwrap_err();
+    assert_eq!(error.to_string(), format!("cannot read dataset {}", dir.display()));
+    let cause = std::error::Error::source(&error).unwrap().to_string();
+    assert!(cause.contains("schema version 999") && cause.contains("upgrade infertrace"), "{cause}");
 }
 
 #[test]

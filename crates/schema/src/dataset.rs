@@ -25,7 +25,6 @@ use std::thread::JoinHandle;
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 use arrow::datatypes::DataType;
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -36,6 +35,7 @@ use crate::manifest::{Manifest, RowCounts};
 use crate::partition::{PartitionKey, PartitionedTable, part_files, restore_key};
 use crate::table::{Table, TableBuilder};
 use crate::tables::{CacheEvent, EngineSample, RequestRow, cache_event, sample};
+use crate::writer::{SharedChunks, TableFileWriter};
 
 /// Version of the canonical schema written by this crate. Readers refuse datasets of a newer version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -156,7 +156,7 @@ const BATCHES_AHEAD: usize = 2;
 /// Where a table's encoding thread writes its batches.
 enum TableSink<T: Table> {
     /// One file, `<table>.parquet`.
-    Whole(Box<ArrowWriter<BufWriter<File>>>, PathBuf),
+    Whole(Box<TableFileWriter<BufWriter<File>>>, PathBuf),
     /// Hive partitions, `<table>/<key>=<value>/part-0.parquet`.
     Partitioned(PartitionedTable<T>),
 }
@@ -184,7 +184,7 @@ impl<T: Table> TableSink<T> {
 /// Writes `batch`, then closes the row group if it holds more than [`ROW_GROUP_BYTES`]: a row group is also closed by
 /// size, so that long prefix-hash lists cannot make it hold the table.
 pub(crate) fn write_batch<W: io::Write + Send>(
-    writer: &mut ArrowWriter<W>,
+    writer: &mut TableFileWriter<W>,
     batch: &RecordBatch,
 ) -> Result<(), parquet::errors::ParquetError> {
     writer.write(batch)?;
@@ -292,9 +292,13 @@ impl<T: Table + 'static> TableWriter<T> {
                 let path = dir.join(format!("{}.parquet", T::NAME));
                 let file = File::create(&path).map_err(io_error("create", &path))?;
                 let properties = writer_properties::<T>();
-                let writer =
-                    ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), T::schema(), Some(properties))
-                        .map_err(parquet_error("create", &path))?;
+                let writer = TableFileWriter::try_new(
+                    BufWriter::with_capacity(1 << 20, file),
+                    T::schema(),
+                    properties,
+                    SharedChunks::default(),
+                )
+                .map_err(parquet_error("create", &path))?;
                 (path.clone(), TableSink::Whole(Box::new(writer), path))
             }
         };

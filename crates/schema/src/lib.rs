@@ -21,6 +21,7 @@ pub mod render;
 mod table;
 mod tables;
 mod vocab;
+mod writer;
 
 pub use dataset::{
     BATCH_LIST_BYTES, BATCH_ROWS, Dataset, DatasetError, DatasetWriter, MANIFEST_FILE, ROW_GROUP_BYTES, ROW_GROUP_ROWS,

@@ -40,12 +40,12 @@ use arrow::compute::{cast, concat_batches, interleave, take_record_batch};
 use arrow::datatypes::{DataType, Int32Type, Schema, SchemaRef};
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
-use parquet::arrow::ArrowWriter;
 
 use crate::dataset::{
     BATCH_LIST_BYTES, BATCH_ROWS, DatasetError, io_error, parquet_error, write_batch, writer_properties,
 };
 use crate::table::Table;
+use crate::writer::{SharedChunks, TableFileWriter};
 
 /// What a partitioned dataset is split by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +125,8 @@ pub(crate) struct PartitionedTable<T: Table> {
     budget: Budget,
     /// What spills are compressed with.
     compressor: zstd::bulk::Compressor<'static>,
+    /// The column chunks of one value the part files' writers made, for all of them (see [`crate::writer`]).
+    chunks: SharedChunks,
     table: PhantomData<fn() -> T>,
 }
 
@@ -295,7 +297,7 @@ fn with_nulls(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, ar
 
 /// One partition: its writer, its waiting rows, and where they went when they could not wait.
 struct Part {
-    writer: ArrowWriter<PartFile>,
+    writer: TableFileWriter<PartFile>,
     /// Its waiting rows, in order (so in the order of their batches' numbers).
     waiting: Vec<Waiting>,
     /// What they hold as Arrow arrays, about: each batch's bytes shared out equally by its rows.
@@ -468,7 +470,8 @@ impl<T: Table> PartitionedTable<T> {
         let compressor = zstd::bulk::Compressor::new(1).map_err(io_error("start the compressor of", &root))?;
         let stage = Stage::default();
         let parts = BTreeMap::new();
-        Ok(Self { root, key, column, keep, schema, parts, stage, budget, compressor, table: PhantomData })
+        let chunks = SharedChunks::default();
+        Ok(Self { root, key, column, keep, schema, parts, stage, budget, compressor, chunks, table: PhantomData })
     }
 
     /// Writes each row of `batch` (of `T`'s schema) to its partition, in order.
@@ -489,8 +492,13 @@ impl<T: Table> PartitionedTable<T> {
                     fs::create_dir(&directory).map_err(io_error("create", &directory))?;
                     let path = directory.join("part-0.parquet");
                     let file = PartFile::create(path.clone()).map_err(io_error("create", &path))?;
-                    let writer = ArrowWriter::try_new(file, self.schema.clone(), Some(writer_properties::<T>()))
-                        .map_err(parquet_error("create", &path))?;
+                    let writer = TableFileWriter::try_new(
+                        file,
+                        self.schema.clone(),
+                        writer_properties::<T>(),
+                        self.chunks.clone(),
+                    )
+                    .map_err(parquet_error("create", &path))?;
                     slot.insert(Part { writer, waiting: Vec::new(), waiting_bytes: 0, spill: None })
                 }
             };
