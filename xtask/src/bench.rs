@@ -213,16 +213,9 @@ impl std::io::Write for IoAdapter<'_> {
 pub(crate) fn measure(command: &mut Command) -> Result<(Duration, Option<u64>)> {
     let started = Instant::now();
     let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().context("cannot start")?;
-    let status_path = format!("/proc/{}/status", child.id());
     let mut peak = None;
     loop {
-        if let Ok(status) = fs::read_to_string(&status_path) {
-            let hwm = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-            peak = hwm.max(peak);
-        }
+        peak = peak_kib(child.id()).max(peak);
         if let Some(status) = child.try_wait()? {
             let elapsed = started.elapsed();
             if !status.success() {
@@ -236,6 +229,12 @@ pub(crate) fn measure(command: &mut Command) -> Result<(Duration, Option<u64>)> 
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// The peak resident set of process `pid` so far, KiB (`VmHWM`), while `/proc` tells.
+pub(crate) fn peak_kib(pid: u32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()
 }
 
 /// A peak resident set in KiB as whole MiB, `-` when unknown.

@@ -16,9 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use infertrace_schema::{
-    Assumptions, DatasetWriter, Manifest, Producer, RequestRow, RowCounts, SCHEMA_VERSION, Status, WorkloadClass,
-};
+use infertrace_schema::{Assumptions, DatasetWriter, Manifest, Producer, RequestRow, Status, WorkloadClass};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng as _, SeedableRng as _};
 
@@ -224,18 +222,11 @@ fn mix(x: u64) -> u64 {
 }
 
 fn manifest() -> Manifest {
-    Manifest {
-        schema_version: SCHEMA_VERSION,
-        producer: Producer { name: "xtask bench --scale".into(), version: env!("CARGO_PKG_VERSION").into() },
-        assumptions: Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
-        inputs: vec![],
-        skipped: vec![],
-        merge: None,
-        cache_sim: None,
-        partition_by: None,
-        hash_salt: None,
-        rows: RowCounts::default(),
-    }
+    let producer = Producer { name: "xtask bench --scale".into(), version: env!("CARGO_PKG_VERSION").into() };
+    Manifest::generated(
+        producer,
+        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+    )
 }
 
 /// Writes the two halves of a dataset of `requests` rows into `dir/a` and `dir/b`, unless a finished one is there.
@@ -276,16 +267,9 @@ enum Outcome {
 fn run_bounded(command: &mut Command, options: &ScaleOptions) -> Result<Outcome> {
     let started = Instant::now();
     let mut child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().context("cannot start")?;
-    let status_path = format!("/proc/{}/status", child.id());
     let mut peak = 0;
     loop {
-        if let Ok(status) = fs::read_to_string(&status_path) {
-            let hwm = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-            peak = peak.max(hwm.unwrap_or(0));
-        }
+        peak = peak.max(crate::bench::peak_kib(child.id()).unwrap_or(0));
         if let Some(status) = child.try_wait()? {
             return Ok(if status.success() { Outcome::Done(started.elapsed(), peak) } else { Outcome::Failed });
         }

@@ -123,7 +123,7 @@ async fn write(mut stream: SendableRecordBatchStream, options: &SqlOptions, out:
         SqlFormat::Table => {
             let (mut shown, mut rows) = (Vec::new(), 0usize);
             while let Some(batch) = next(&mut stream).await? {
-                let room = options.max_rows.saturating_sub(rows.min(options.max_rows));
+                let room = options.max_rows.saturating_sub(rows);
                 if room > 0 {
                     shown.push(batch.slice(0, room.min(batch.num_rows())));
                 }

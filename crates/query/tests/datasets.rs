@@ -9,22 +9,15 @@ use futures::StreamExt as _;
 use infertrace_query::{Datasets, QueryOptions};
 use infertrace_schema::{
     Assumptions, CacheEvent, CacheEventKind, CacheTier, DatasetWriter, EngineSample, Manifest, PartitionKey, Producer,
-    RequestRow, RowCounts, SCHEMA_VERSION, Status,
+    RequestRow, SCHEMA_VERSION, Status,
 };
 
 fn manifest() -> Manifest {
-    Manifest {
-        schema_version: SCHEMA_VERSION,
-        producer: Producer { name: "test".into(), version: "0".into() },
-        assumptions: Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
-        inputs: vec![],
-        skipped: vec![],
-        merge: None,
-        cache_sim: None,
-        partition_by: None,
-        hash_salt: None,
-        rows: RowCounts::default(),
-    }
+    let producer = Producer { name: "test".into(), version: "0".into() };
+    Manifest::generated(
+        producer,
+        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+    )
 }
 
 /// Three requests (on instance `DP0 TP0`, on none, on `DP1`), two samples and one cache event; ids start with

@@ -573,22 +573,26 @@ pub struct TableFile {
 /// The files of table `T` in the dataset at `dir`, in path order, each checked to be an infertrace table of a schema
 /// version this build reads (only its footer is read). A partitioned table with no rows has no files.
 pub fn table_files<T: Table>(dir: &Path) -> Result<Vec<TableFile>> {
-    let path = dir.join(format!("{}.parquet", T::NAME));
-    let root = dir.join(T::NAME);
-    let files = if !path.exists() && root.is_dir() {
-        part_files(&root)?
-            .into_iter()
-            .map(|(path, key, value)| TableFile { path, partition: Some((key, value)) })
-            .collect()
-    } else {
-        vec![TableFile { path, partition: None }]
-    };
+    let files = layout::<T>(dir)?;
     for file in &files {
         let opened = File::open(&file.path).map_err(io_error("open", &file.path))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(opened).map_err(parquet_error("read", &file.path))?;
         check_version(&builder, &file.path)?;
     }
     Ok(files)
+}
+
+/// The files of table `T` in the dataset at `dir`: `<table>.parquet`, else the parts of a partitioned `<table>/`.
+fn layout<T: Table>(dir: &Path) -> Result<Vec<TableFile>> {
+    let path = dir.join(format!("{}.parquet", T::NAME));
+    let root = dir.join(T::NAME);
+    if path.exists() || !root.is_dir() {
+        return Ok(vec![TableFile { path, partition: None }]);
+    }
+    Ok(part_files(&root)?
+        .into_iter()
+        .map(|(path, key, value)| TableFile { path, partition: Some((key, value)) })
+        .collect())
 }
 
 /// Refuses a file that is not an infertrace table, or that a newer infertrace wrote.
@@ -609,34 +613,24 @@ fn check_version(builder: &ParquetRecordBatchReaderBuilder<File>, path: &Path) -
 /// Reads one table of the dataset at `dir` into a single batch, checking its schema version: `<table>.parquet`, or
 /// every part of a partitioned `<table>/` with its partition column restored.
 pub fn read_table<T: Table>(dir: &Path) -> Result<RecordBatch> {
-    let path = dir.join(format!("{}.parquet", T::NAME));
-    let root = dir.join(T::NAME);
-    if !path.exists() && root.is_dir() {
-        let mut batches = Vec::new();
-        for (file, key, value) in part_files(&root)? {
-            let (_, read) = read_file(&file)?;
-            for batch in read {
-                let restored = restore_key::<T>(batch, &key, value.as_deref()).map_err(|e| DatasetError::Parquet {
-                    action: "decode",
-                    path: file.clone(),
-                    source: e.into(),
-                })?;
-                batches.push(restored);
-            }
-        }
-        let schema = batches.first().map_or_else(T::schema, RecordBatch::schema);
-        return concat_batches(&schema, &batches).map_err(|e| DatasetError::Parquet {
-            action: "decode",
-            path: root,
-            source: e.into(),
-        });
+    let decode_error = |path: &Path| {
+        let path = path.to_owned();
+        move |e: arrow::error::ArrowError| DatasetError::Parquet { action: "decode", path, source: e.into() }
+    };
+    let files = layout::<T>(dir)?;
+    if let [TableFile { path, partition: None }] = files.as_slice() {
+        let (schema, batches) = read_file(path)?;
+        return concat_batches(&schema, &batches).map_err(decode_error(path));
     }
-    let (schema, batches) = read_file(&path)?;
-    concat_batches(&schema, &batches).map_err(|e| DatasetError::Parquet {
-        action: "decode",
-        path,
-        source: parquet::errors::ParquetError::from(e),
-    })
+    let mut batches = Vec::new();
+    for TableFile { path, partition } in &files {
+        let (key, value) = partition.as_ref().expect("the parts of a partitioned table");
+        for batch in read_file(path)?.1 {
+            batches.push(restore_key::<T>(batch, key, value.as_deref()).map_err(decode_error(path))?);
+        }
+    }
+    let schema = batches.first().map_or_else(T::schema, RecordBatch::schema);
+    concat_batches(&schema, &batches).map_err(decode_error(&dir.join(T::NAME)))
 }
 
 /// The batches of one table file, after checking its schema version.

@@ -41,6 +41,25 @@ pub struct Manifest {
     pub rows: RowCounts,
 }
 
+impl Manifest {
+    /// The manifest of a dataset of the current schema version written by `producer` from no input file (a
+    /// generated dataset), with `assumptions`; rows are counted by the writer.
+    pub fn generated(producer: Producer, assumptions: Assumptions) -> Self {
+        Self {
+            schema_version: crate::SCHEMA_VERSION,
+            producer,
+            assumptions,
+            inputs: Vec::new(),
+            skipped: Vec::new(),
+            merge: None,
+            cache_sim: None,
+            partition_by: None,
+            hash_salt: None,
+            rows: RowCounts::default(),
+        }
+    }
+}
+
 /// How `normalize --hash-salt` keyed the hashes of a dataset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HashSalt {

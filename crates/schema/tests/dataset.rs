@@ -16,22 +16,10 @@ fn columns(schema: &arrow::datatypes::Schema) -> Vec<(String, arrow::datatypes::
 }
 
 fn manifest() -> Manifest {
-    Manifest {
-        schema_version: SCHEMA_VERSION,
-        producer: Producer { name: "test".into(), version: "0".into() },
-        assumptions: Assumptions {
-            year: Some(2025),
-            utc_offset: "+00:00".into(),
-            start: "1970-01-01T00:00:00Z".into(),
-        },
-        inputs: vec![],
-        skipped: vec![],
-        merge: None,
-        cache_sim: None,
-        partition_by: None,
-        hash_salt: None,
-        rows: RowCounts::default(),
-    }
+    Manifest::generated(
+        Producer { name: "test".into(), version: "0".into() },
+        Assumptions { year: Some(2025), utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+    )
 }
 
 /// A request with every column set to a distinct value.
