@@ -3,8 +3,7 @@
 use std::path::Path;
 
 use infertrace_schema::{
-    Assumptions, CacheTier, Dataset, DatasetWriter, EngineSample, Manifest, Producer, RequestRow, RowCounts,
-    SCHEMA_VERSION, Status, metrics,
+    Assumptions, CacheTier, Dataset, DatasetWriter, EngineSample, Manifest, Producer, RequestRow, Status, metrics,
 };
 
 use super::*;
@@ -25,18 +24,10 @@ pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample
     for row in samples {
         writer.push_sample(row).unwrap();
     }
-    let manifest = Manifest {
-        schema_version: SCHEMA_VERSION,
-        producer: Producer { name: "test".into(), version: "0".into() },
-        assumptions: Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
-        inputs: Vec::new(),
-        skipped: Vec::new(),
-        merge: None,
-        cache_sim: None,
-        partition_by: None,
-        hash_salt: None,
-        rows: RowCounts::default(),
-    };
+    let manifest = Manifest::generated(
+        Producer { name: "test".into(), version: "0".into() },
+        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+    );
     writer.finish(manifest).unwrap();
     Dataset::open(dir).unwrap()
 }
