@@ -231,8 +231,9 @@ fn manifest() -> Manifest {
 
 /// Writes the two halves of a dataset of `requests` rows into `dir/a` and `dir/b`, unless a finished one is there.
 fn write_datasets(dir: &Path, requests: u64) -> Result<()> {
-    let marker = dir.join("done");
-    if marker.is_file() {
+    // Names the generator's layout too, so that a dataset an older generator wrote is written again.
+    let (marker, marker_text) = (dir.join("done"), format!("requests {requests}, {OPEN_SESSIONS} sessions open"));
+    if fs::read_to_string(&marker).ok().as_deref() == Some(marker_text.as_str()) {
         return Ok(());
     }
     eprintln!("writing {} ({requests} requests) …", dir.display());
@@ -246,7 +247,7 @@ fn write_datasets(dir: &Path, requests: u64) -> Result<()> {
         }
         writer.finish(manifest()).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    fs::write(&marker, requests.to_string())?;
+    fs::write(&marker, marker_text)?;
     Ok(())
 }
 

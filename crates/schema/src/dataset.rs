@@ -624,9 +624,11 @@ pub fn read_table<T: Table>(dir: &Path) -> Result<RecordBatch> {
     }
     let mut batches = Vec::new();
     for TableFile { path, partition } in &files {
-        let (key, value) = partition.as_ref().expect("the parts of a partitioned table");
         for batch in read_file(path)?.1 {
-            batches.push(restore_key::<T>(batch, key, value.as_deref()).map_err(decode_error(path))?);
+            batches.push(match partition {
+                Some((key, value)) => restore_key::<T>(batch, key, value.as_deref()).map_err(decode_error(path))?,
+                None => batch,
+            });
         }
     }
     let schema = batches.first().map_or_else(T::schema, RecordBatch::schema);
