@@ -42,7 +42,7 @@ mod tests {
                 "infertrace-schema" => &[],
                 "infertrace-adapter" => &["infertrace-schema"],
                 p if p.starts_with("infertrace-adapter-") => &["infertrace-adapter", "infertrace-schema"],
-                "infertrace-engine" => &["infertrace-schema"],
+                "infertrace-engine" => &["infertrace-query", "infertrace-schema"],
                 "infertrace-query" => &["infertrace-schema"],
                 "infertrace-synth" => &["infertrace-schema"],
                 "infertrace-cache" => &["infertrace-schema"],

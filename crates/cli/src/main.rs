@@ -185,13 +185,16 @@ struct MetricsArgs {
     /// kv_transfer and durations in us, ms, s or m.
     #[arg(long, value_name = "NAME=TIME,…", value_parser = parse_slo)]
     slo: Option<Slo>,
-    /// Break every figure down by the values of this column (as stored; the workload class is not inferred).
+    /// Break every figure down by the values of this column; `workload_class` groups inferred classes apart
+    /// (`agent (inferred)`).
     #[arg(long, value_enum, value_name = "COLUMN")]
     by: Option<ByColumn>,
     /// Cost profile (TOML: [accelerator], [storage], [tokens]) for cost per successful answer and tokens per $
     /// and per kWh; see examples/cost/.
     #[arg(long, value_name = "FILE")]
     cost: Option<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -737,7 +740,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Metrics(args) => {
             let cost = args.cost.as_deref().map(metrics::read_cost_profile).transpose()?;
             let options = MetricsOptions { slo: args.slo.unwrap_or_default(), by: args.by.map(GroupBy::from), cost };
-            let computed = metrics::metrics(&args.datasets, &options)?;
+            let computed = metrics::metrics_with(&args.datasets, &options, &args.engine.options())?;
             let text = if args.json { metrics::metrics_json(&computed) } else { metrics::render_metrics(&computed) };
             out.write_all(text.as_bytes())?;
             out.flush()?;

@@ -6,15 +6,28 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use infertrace_engine::format::{count, dollars, percent, quantity, rate, seconds, significant};
 use infertrace_engine::{
-    Cost, CostProfile, Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary, compute,
+    Cost, CostProfile, Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary,
+    compute_dirs,
 };
+use infertrace_query::{QueryError, QueryOptions};
 use infertrace_schema::Dataset;
 
 use crate::summary::render_table;
 
-/// Opens every dataset of `paths` and computes the metrics of their rows taken together.
+/// Opens every dataset of `paths` and computes the metrics of their rows taken together, with the query engine's
+/// defaults.
 pub fn metrics(paths: &[PathBuf], options: &MetricsOptions) -> Result<Metrics> {
-    Ok(compute(&open_datasets(paths)?, options))
+    metrics_with(paths, options, &QueryOptions::default())
+}
+
+/// Computes the metrics of the rows of every dataset of `paths` taken together, streaming them through the query
+/// engine as `query` allows (memory budget, spill directory, threads).
+pub fn metrics_with(paths: &[PathBuf], options: &MetricsOptions, query: &QueryOptions) -> Result<Metrics> {
+    compute_dirs(paths, options, query).map_err(|e| match e {
+        // Already names the dataset.
+        QueryError::Dataset { .. } | QueryError::Path { .. } => anyhow::Error::new(e),
+        QueryError::Engine(_) => anyhow::Error::new(e).context("cannot compute the metrics"),
+    })
 }
 
 /// Opens every dataset of `paths`; the error names the first that cannot be read.

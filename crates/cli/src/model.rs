@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use infertrace_engine::{MetricsOptions, compute, read};
+use infertrace_engine::{MetricsOptions, read};
 use infertrace_model::eval::{Derived, Evaluation, Origin};
 use infertrace_model::fit::{Quadratic, fit_quadratic};
 use infertrace_model::size::Sizing;
@@ -152,7 +152,7 @@ pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
         .iter()
         .map(|path| Dataset::open(path).with_context(|| format!("cannot read dataset {}", path.display())))
         .collect::<Result<Vec<_>>>()?;
-    let metrics = compute(&datasets, &MetricsOptions::default()).overall;
+    let metrics = crate::metrics::metrics(paths, &MetricsOptions::default())?.overall;
     let rows: Vec<_> = datasets.iter().flat_map(read::requests).collect();
     let mut out = Measured::default();
     let mut found: BTreeMap<String, Measurement> = BTreeMap::new();

@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use infertrace_engine::read::{self, Sample};
-use infertrace_engine::{MetricsOptions, Slo, compute};
+use infertrace_engine::{MetricsOptions, Slo};
+use infertrace_query::QueryOptions;
 use infertrace_report::{ReportInput, render};
 use infertrace_schema::RequestRow;
 
-use crate::metrics::open_datasets;
+use crate::metrics::{metrics_with, open_datasets};
 
 /// What `infertrace report` reads and writes.
 #[derive(Debug, Clone)]
@@ -33,8 +34,9 @@ pub fn report_html(
     title: Option<&str>,
     cost: Option<&infertrace_engine::CostProfile>,
 ) -> Result<String> {
+    let options = MetricsOptions { slo: slo.clone(), by: None, cost: cost.cloned() };
+    let metrics = metrics_with(datasets, &options, &QueryOptions::default())?;
     let opened = open_datasets(datasets)?;
-    let metrics = compute(&opened, &MetricsOptions { slo: slo.clone(), by: None, cost: cost.cloned() });
     let requests: Vec<RequestRow> = opened.iter().flat_map(read::requests).collect();
     let samples: Vec<Sample> = opened.iter().flat_map(read::samples).collect();
     let default_title = datasets.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");

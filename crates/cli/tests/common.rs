@@ -23,6 +23,13 @@ pub fn run_with(inputs: &[PathBuf], output: &Path, parse: ParseOptions) -> Norma
     normalize(&options, &ProgressBar::hidden()).unwrap_or_else(|e| panic!("normalize {inputs:?}: {e:#}"))
 }
 
+/// Sets the modification time of `path` to 2025-06-01T00:00:00Z: inputs without times of their own (Prometheus
+/// scrapes) or without a year fall back to it, and a clone sets it to the day of the clone.
+pub fn pin_modified(path: &Path) {
+    let pinned = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_748_736_000);
+    std::fs::OpenOptions::new().write(true).open(path).unwrap().set_modified(pinned).unwrap();
+}
+
 /// Every valid input under `testdata/` (all of it but the directories of `NOT_INPUTS` and the README), sorted.
 pub fn valid_inputs() -> Vec<PathBuf> {
     let mut found = Vec::new();

@@ -59,8 +59,7 @@ fn golden() {
         let input = common::testdata().join(relative.unwrap());
         // Inputs without times of their own (Prometheus scrapes) fall back to the file's modification time, which
         // a clone sets to the day of the clone: pin it.
-        let pinned = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_748_736_000); // 2025-06-01T00:00:00Z
-        std::fs::OpenOptions::new().write(true).open(path).unwrap().set_modified(pinned).unwrap();
+        common::pin_modified(path);
         let dir = tempfile::tempdir().unwrap();
         let output = dir.path().join("ds");
         // Formats whose timestamps lack a year would otherwise take it from the file's modification time, which a

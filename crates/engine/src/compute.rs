@@ -1,15 +1,14 @@
-//! The figures of `infertrace metrics`, computed from request rows and engine samples.
+//! The figures of `infertrace metrics`: the types of the JSON object, computed by [`compute_over`](crate::compute_over).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
-use infertrace_schema::{CacheTier, Dataset, RequestRow, Status, WorkloadClass};
+use infertrace_schema::{CacheTier, Status, WorkloadClass};
 use serde::Serialize;
 
-use crate::cost::{self, Cost, CostProfile, Fleet};
-use crate::read::{self, Sample};
+use crate::cost::{Cost, CostProfile};
 use crate::slo::{Latency, Slo};
-use crate::stats::{Distribution, QUANTILE_METHOD, SampleSummary};
-use crate::workload::{self, Class, ClassCount};
+use crate::stats::{Distribution, SampleSummary};
+use crate::workload::ClassCount;
 
 /// Version of the JSON object [`Metrics`] serializes to; bumped when a field changes meaning or is removed.
 pub const METRICS_VERSION: u32 = 1;
@@ -62,26 +61,6 @@ impl GroupBy {
     /// The column named `text`.
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|g| g.column() == text)
-    }
-
-    fn key(self, row: &RequestRow, class: Class) -> Option<String> {
-        match self {
-            GroupBy::Source => Some(row.source.clone()),
-            GroupBy::Model => row.model.clone(),
-            GroupBy::Instance => row.instance.clone(),
-            GroupBy::WorkloadClass => Some(class.key()),
-            GroupBy::SessionId => row.session_id.clone(),
-            GroupBy::Status => Some(row.status.as_str().to_owned()),
-        }
-    }
-
-    /// The samples attributable to group `key`: only `source` and `instance` exist in `samples`.
-    fn sample_key(self, sample: &Sample) -> Option<Option<String>> {
-        match self {
-            GroupBy::Source => Some(Some(sample.source.clone())),
-            GroupBy::Instance => Some(sample.instance.clone()),
-            _ => None,
-        }
     }
 }
 
@@ -265,114 +244,6 @@ pub struct InstanceSamples {
     pub requests_waiting: SampleSummary,
 }
 
-/// Computes every figure over the rows of all `datasets` taken together.
-pub fn compute(datasets: &[Dataset], options: &MetricsOptions) -> Metrics {
-    let rows: Vec<RequestRow> = datasets.iter().flat_map(read::requests).collect();
-    let samples: Vec<Sample> = datasets.iter().flat_map(read::samples).collect();
-    let all: Vec<&RequestRow> = rows.iter().collect();
-    let classes = workload::classify(&all, !options.slo.is_empty());
-    let all_samples: Vec<&Sample> = samples.iter().collect();
-    let fleet = cost::fleet(&all, throughput(&all).span_s);
-    let priced = options.cost.as_ref().map(|profile| (profile, fleet));
-    let overall = group_metrics(&all, &classes, &all_samples, &options.slo, priced);
-    let mut groups = BTreeMap::new();
-    if let Some(by) = options.by {
-        let mut keyed: BTreeMap<String, (Vec<&RequestRow>, Vec<Class>)> = BTreeMap::new();
-        for (row, &class) in rows.iter().zip(&classes) {
-            let members = keyed.entry(by.key(row, class).unwrap_or_else(|| NULL_GROUP.to_owned())).or_default();
-            members.0.push(row);
-            members.1.push(class);
-        }
-        for (key, (members, member_classes)) in keyed {
-            let group_samples: Vec<&Sample> = samples
-                .iter()
-                .filter(|s| by.sample_key(s).is_some_and(|k| k.as_deref().unwrap_or(NULL_GROUP) == key))
-                .collect();
-            groups.insert(key, group_metrics(&members, &member_classes, &group_samples, &options.slo, priced));
-        }
-    }
-    Metrics {
-        metrics_version: METRICS_VERSION,
-        quantile_method: QUANTILE_METHOD,
-        slo: options.slo.bounds.clone(),
-        by: options.by,
-        overall,
-        groups,
-    }
-}
-
-fn latency(row: &RequestRow, which: Latency) -> Option<f64> {
-    let value = match which {
-        Latency::Ttft => row.ttft_s,
-        Latency::Tpot => row.tpot_s,
-        Latency::E2e => row.e2e_s,
-        Latency::Queue => row.queue_s,
-        Latency::Prefill => row.prefill_s,
-        Latency::Decode => row.decode_s,
-        Latency::KvTransfer => row.kv_transfer_s,
-    };
-    value.filter(|v| v.is_finite())
-}
-
-fn group_metrics(
-    rows: &[&RequestRow],
-    classes: &[Class],
-    samples: &[&Sample],
-    slo: &Slo,
-    priced: Option<(&CostProfile, Fleet)>,
-) -> GroupMetrics {
-    let requests = rows.len() as u64;
-    let mut status: BTreeMap<Status, u64> = Status::ALL.iter().map(|&s| (s, 0)).collect();
-    for row in rows {
-        *status.entry(row.status).or_default() += 1;
-    }
-    let known = requests - status[&Status::Unknown];
-    let success_rate = ratio(status[&Status::Ok], known);
-    let distributions = Latency::ALL
-        .iter()
-        .map(|&l| (l, Distribution::of(rows.iter().filter_map(|r| latency(r, l)).collect())))
-        .collect();
-    let throughput = throughput(rows);
-    let meets_slo = |r: &RequestRow| slo.bounds.iter().all(|(&l, &bound)| latency(r, l).is_some_and(|v| v <= bound));
-    let successful: Vec<bool> = rows.iter().map(|r| r.status == Status::Ok && meets_slo(r)).collect();
-    let goodput = (!slo.is_empty()).then(|| {
-        let good = successful.iter().filter(|&&ok| ok).count() as u64;
-        Goodput {
-            requests: good,
-            fraction: ratio(good, requests),
-            requests_per_s: throughput.span_s.map(|s| good as f64 / s),
-        }
-    });
-    GroupMetrics {
-        requests,
-        status,
-        success_rate,
-        latency: distributions,
-        throughput,
-        goodput,
-        cache: cache(rows),
-        reasoning: reasoning(rows),
-        time_split: time_split(rows),
-        ttft_under_load: ttft_under_load(rows),
-        engine: engine(samples),
-        workload: workload::count(classes),
-        cost: priced.map(|(profile, fleet)| cost::cost(profile, fleet, rows, &successful)),
-    }
-}
-
-fn time_split(rows: &[&RequestRow]) -> TimeSplit {
-    let (mut requests, mut queue, mut prefill, mut decode, mut e2e) = (0u64, 0.0, 0.0, 0.0, 0.0);
-    for row in rows {
-        let parts = [Latency::Queue, Latency::Prefill, Latency::Decode, Latency::E2e].map(|l| latency(row, l));
-        if let [Some(q), Some(p), Some(d), Some(e)] = parts {
-            requests += 1;
-            (queue, prefill, decode, e2e) = (queue + q, prefill + p, decode + d, e2e + e);
-        }
-    }
-    let share = |part: f64| (requests > 0 && e2e > 0.0).then(|| part / e2e);
-    TimeSplit { requests, queue: share(queue), prefill: share(prefill), decode: share(decode) }
-}
-
 /// The power-of-two bucket of a load: 0 → (0, 0), 1 → (1, 1), 2–3 → (2, 3), 4–7 → (4, 7), …
 pub(crate) fn load_bucket(in_flight: u64) -> (u64, u64) {
     match in_flight {
@@ -382,154 +253,4 @@ pub(crate) fn load_bucket(in_flight: u64) -> (u64, u64) {
             (low, low.saturating_mul(2) - 1)
         }
     }
-}
-
-fn ttft_under_load(rows: &[&RequestRow]) -> Vec<LoadBucket> {
-    let end = |r: &RequestRow| {
-        r.completion_time.or_else(|| Some(r.arrival_time? + (latency(r, Latency::E2e)? * 1e9).round() as i64))
-    };
-    let spans: Vec<(i64, i64)> =
-        rows.iter().filter_map(|r| Some((r.arrival_time?, end(r)?))).filter(|(a, c)| c >= a).collect();
-    let mut arrivals: Vec<i64> = spans.iter().map(|s| s.0).collect();
-    let mut completions: Vec<i64> = spans.iter().map(|s| s.1).collect();
-    arrivals.sort_unstable();
-    completions.sort_unstable();
-    let mut buckets: BTreeMap<(u64, u64), Vec<f64>> = BTreeMap::new();
-    for row in rows {
-        let (Some(t), Some(ttft)) = (row.arrival_time, latency(row, Latency::Ttft)) else { continue };
-        // Requests with a_j ≤ t < c_j, the row itself excluded when it is one of them.
-        let started = arrivals.partition_point(|&a| a <= t) as u64;
-        let ended = completions.partition_point(|&c| c <= t) as u64;
-        let own = u64::from(end(row).is_some_and(|c| c > t));
-        let in_flight = started.saturating_sub(ended).saturating_sub(own);
-        buckets.entry(load_bucket(in_flight)).or_default().push(ttft);
-    }
-    buckets
-        .into_iter()
-        .map(|((in_flight_min, in_flight_max), values)| LoadBucket {
-            in_flight_min,
-            in_flight_max,
-            ttft: Distribution::of(values),
-        })
-        .collect()
-}
-
-fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
-    (denominator > 0).then(|| numerator as f64 / denominator as f64)
-}
-
-fn throughput(rows: &[&RequestRow]) -> Throughput {
-    let instants = rows.iter().flat_map(|r| {
-        [
-            r.arrival_time,
-            r.scheduled_time,
-            r.first_token_time,
-            r.prefill_end_time,
-            r.decode_start_time,
-            r.last_token_time,
-            r.completion_time,
-        ]
-        .into_iter()
-        .flatten()
-    });
-    let (min, max) = instants.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
-    // Subtract as integers: instants near 2^60 ns lose 256 ns each as f64.
-    let span_s = (max > min).then(|| (i128::from(max) - i128::from(min)) as f64 / 1e9);
-    let input_tokens = rows.iter().filter_map(|r| r.input_tokens).map(u64::from).sum();
-    let output_tokens = rows.iter().filter_map(|r| r.output_tokens).map(u64::from).sum();
-    let per_s = |n: u64| span_s.map(|s| n as f64 / s);
-    Throughput {
-        span_s,
-        requests_per_s: per_s(rows.len() as u64),
-        input_tokens,
-        output_tokens,
-        input_tokens_per_s: per_s(input_tokens),
-        output_tokens_per_s: per_s(output_tokens),
-    }
-}
-
-fn hit_rate(rows: &[&RequestRow], cached: impl Fn(&RequestRow) -> Option<u32>) -> HitRate {
-    let mut rate = HitRate::default();
-    for row in rows {
-        if let (Some(input), Some(cached)) = (row.input_tokens, cached(row)) {
-            rate.requests += 1;
-            rate.input_tokens += u64::from(input);
-            rate.cached_tokens += u64::from(cached);
-        }
-    }
-    rate.hit_rate = ratio(rate.cached_tokens, rate.input_tokens);
-    rate
-}
-
-fn cache(rows: &[&RequestRow]) -> Cache {
-    let tiers = CacheTier::ALL
-        .iter()
-        .map(|&tier| {
-            let column = move |r: &RequestRow| match tier {
-                CacheTier::Gpu => r.cached_tokens_gpu,
-                CacheTier::Cpu => r.cached_tokens_cpu,
-                CacheTier::Disk => r.cached_tokens_disk,
-                CacheTier::Remote => r.cached_tokens_remote,
-            };
-            (tier, hit_rate(rows, column))
-        })
-        .collect();
-    Cache { total: hit_rate(rows, |r| r.cached_tokens), tiers, reuse: reuse(rows) }
-}
-
-/// Replays the rows in arrival order (rows without an arrival last, ties in input order) through an unbounded
-/// cache of block hashes.
-fn reuse(rows: &[&RequestRow]) -> Reuse {
-    let mut order: Vec<&RequestRow> = rows.to_vec();
-    order.sort_by_key(|r| (r.arrival_time.is_none(), r.arrival_time));
-    let mut seen = HashSet::new();
-    let mut reuse = Reuse::default();
-    for row in order {
-        let (Some(hashes), Some(block_size)) = (&row.prefix_hashes, row.block_size) else { continue };
-        reuse.requests += 1;
-        for &hash in hashes {
-            reuse.blocks += 1;
-            reuse.tokens += u64::from(block_size);
-            if !seen.insert(hash) {
-                reuse.hit_blocks += 1;
-                reuse.hit_tokens += u64::from(block_size);
-            }
-        }
-    }
-    reuse.hit_rate = ratio(reuse.hit_tokens, reuse.tokens);
-    reuse
-}
-
-fn reasoning(rows: &[&RequestRow]) -> Reasoning {
-    let mut depth = Reasoning::default();
-    for row in rows {
-        if let (Some(reasoning), Some(output)) = (row.reasoning_tokens, row.output_tokens) {
-            depth.requests += 1;
-            depth.reasoning_tokens += u64::from(reasoning);
-            depth.answer_tokens += u64::from(output.saturating_sub(reasoning));
-        }
-    }
-    depth.multiplier = ratio(depth.reasoning_tokens, depth.answer_tokens);
-    depth
-}
-
-fn engine(samples: &[&Sample]) -> BTreeMap<String, InstanceSamples> {
-    // (time, value) points per instance and metric.
-    type Series = Vec<(i64, f64)>;
-    let mut values: BTreeMap<String, BTreeMap<&str, Series>> = BTreeMap::new();
-    for sample in samples {
-        let instance = sample.instance.clone().unwrap_or_else(|| NULL_GROUP.to_owned());
-        values.entry(instance).or_default().entry(sample.metric).or_default().push((sample.time, sample.value));
-    }
-    values
-        .into_iter()
-        .map(|(instance, mut metrics)| {
-            let mut take = |name| SampleSummary::of(metrics.remove(name).unwrap_or_default());
-            let summary = InstanceSamples {
-                kv_cache_usage: take(infertrace_schema::metrics::KV_CACHE_USAGE),
-                requests_waiting: take(infertrace_schema::metrics::REQUESTS_WAITING),
-            };
-            (instance, summary)
-        })
-        .collect()
 }

@@ -46,7 +46,6 @@
 //! energy over the overall span in proportion to its share of raw tokens (of rows when no token is counted):
 //! the groups' costs add up to the total. I/O and token $ are the group's own.
 
-use infertrace_schema::RequestRow;
 use serde::{Deserialize, Serialize};
 
 /// Hours per month for monthly storage prices (8,760 / 12).
@@ -208,37 +207,45 @@ pub(crate) struct Fleet {
     pub(crate) rows: u64,
 }
 
-fn raw_tokens(row: &RequestRow) -> u64 {
-    u64::from(row.input_tokens.unwrap_or(0)) + u64::from(row.output_tokens.unwrap_or(0))
+/// The sums over a set of rows that its cost is computed from (a missing count adds nothing).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Traffic {
+    /// Rows.
+    pub(crate) rows: u64,
+    /// Whether any row's status is not `unknown`.
+    pub(crate) outcome_known: bool,
+    /// Σ(input + output tokens).
+    pub(crate) raw_tokens: u64,
+    /// Rows counting as successful answers (every row when no outcome is known).
+    pub(crate) successful_answers: u64,
+    /// Σ(input + output tokens) over those rows.
+    pub(crate) effective_tokens: u64,
+    /// Σ(output − reasoning tokens) over those rows.
+    pub(crate) effective_answer_tokens: u64,
+    /// Σ(`cached_tokens_disk` + `cached_tokens_remote`).
+    pub(crate) external_tokens: u64,
+    /// Σ(input − cached tokens), cached tokens capped at the input.
+    pub(crate) uncached_input_tokens: u64,
+    /// Σ cached tokens, capped at the input.
+    pub(crate) cached_input_tokens: u64,
+    /// Σ output tokens.
+    pub(crate) output_tokens: u64,
 }
 
-/// Raw tokens and rows of `rows`, for [`Fleet`].
-pub(crate) fn fleet(rows: &[&RequestRow], span_s: Option<f64>) -> Fleet {
-    Fleet {
-        hours: span_s.map(|s| s / 3600.0),
-        raw_tokens: rows.iter().map(|r| raw_tokens(r)).sum(),
-        rows: rows.len() as u64,
-    }
-}
-
-/// The cost of `rows`; `successful[i]` says whether row `i` counts as a successful answer (before the
-/// outcome-unknown rule).
-pub(crate) fn cost(profile: &CostProfile, fleet: Fleet, rows: &[&RequestRow], successful: &[bool]) -> Cost {
-    let outcome_known = rows.iter().any(|r| r.status != infertrace_schema::Status::Unknown);
-    let mut cost = Cost { outcome_known, ..Cost::default() };
-    for (row, ok) in rows.iter().zip(successful) {
-        cost.raw_tokens += raw_tokens(row);
-        if !outcome_known || *ok {
-            cost.successful_answers += 1;
-            cost.effective_tokens += raw_tokens(row);
-            let answer = row.output_tokens.map(|o| o.saturating_sub(row.reasoning_tokens.unwrap_or(0)));
-            cost.effective_answer_tokens += u64::from(answer.unwrap_or(0));
-        }
-    }
+/// The cost of the rows summed in `traffic`.
+pub(crate) fn cost(profile: &CostProfile, fleet: Fleet, traffic: &Traffic) -> Cost {
+    let mut cost = Cost {
+        outcome_known: traffic.outcome_known,
+        raw_tokens: traffic.raw_tokens,
+        successful_answers: traffic.successful_answers,
+        effective_tokens: traffic.effective_tokens,
+        effective_answer_tokens: traffic.effective_answer_tokens,
+        ..Cost::default()
+    };
     let share = if fleet.raw_tokens > 0 {
         Some(cost.raw_tokens as f64 / fleet.raw_tokens as f64)
     } else if fleet.rows > 0 {
-        Some(rows.len() as f64 / fleet.rows as f64)
+        Some(traffic.rows as f64 / fleet.rows as f64)
     } else {
         None
     };
@@ -253,23 +260,15 @@ pub(crate) fn cost(profile: &CostProfile, fleet: Fleet, rows: &[&RequestRow], su
     if let Some(s) = &profile.storage {
         cost.storage_dollars = charged.map(|h| s.capacity_gb * s.price_per_gb_month * h / HOURS_PER_MONTH);
         if let (Some(price), Some(bytes)) = (s.io_price_per_gb, s.kv_bytes_per_token) {
-            let external: u64 = rows
-                .iter()
-                .map(|r| u64::from(r.cached_tokens_disk.unwrap_or(0)) + u64::from(r.cached_tokens_remote.unwrap_or(0)))
-                .sum();
-            cost.io_dollars = Some(external as f64 * bytes / 1e9 * price);
+            cost.io_dollars = Some(traffic.external_tokens as f64 * bytes / 1e9 * price);
         }
     }
     let token_dollars = profile.tokens.as_ref().map(|t| {
         let cached_price = t.cached_input_per_million.unwrap_or(t.input_per_million);
-        rows.iter()
-            .map(|r| {
-                let input = f64::from(r.input_tokens.unwrap_or(0));
-                let cached = f64::from(r.cached_tokens.unwrap_or(0)).min(input);
-                let output = f64::from(r.output_tokens.unwrap_or(0));
-                ((input - cached) * t.input_per_million + cached * cached_price + output * t.output_per_million) / 1e6
-            })
-            .sum::<f64>()
+        (traffic.uncached_input_tokens as f64 * t.input_per_million
+            + traffic.cached_input_tokens as f64 * cached_price
+            + traffic.output_tokens as f64 * t.output_per_million)
+            / 1e6
     });
     let extras = cost.storage_dollars.unwrap_or(0.0) + cost.io_dollars.unwrap_or(0.0);
     if profile.accelerator.is_some() {

@@ -2,9 +2,9 @@
 
 use infertrace_schema::{RequestRow, Status};
 
-use crate::compute::{GroupBy, MetricsOptions, compute};
+use crate::compute::{GroupBy, MetricsOptions};
 use crate::cost::{AcceleratorCost, CostError, CostProfile, StorageCost, TokenPrices};
-use crate::tests::{S, T0, write};
+use crate::tests::{S, T0, compute, write};
 
 fn close(actual: Option<f64>, expected: f64) {
     let actual = actual.unwrap_or_else(|| panic!("expected {expected}, got null"));

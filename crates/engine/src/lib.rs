@@ -1,9 +1,11 @@
 //! Metrics over canonical infertrace datasets: what `infertrace metrics` reports.
 //!
-//! [`compute`] reads the `requests` and `samples` tables of one or more [`Dataset`](infertrace_schema::Dataset)s
-//! (taken together, as one trace) and returns [`Metrics`], a plain value that serializes to the stable JSON object
-//! described by `schemas/metrics.schema.json`. Maps are `BTreeMap`s and groups are sorted by key, so the same
-//! datasets always give byte-identical output.
+//! [`compute_over`] reads the `requests` and `samples` tables of one or more datasets (taken together, as one
+//! trace, through [`infertrace_query::Datasets`]) and returns [`Metrics`], a plain value that serializes to the
+//! stable JSON object described by `schemas/metrics.schema.json`. Maps are `BTreeMap`s and groups are sorted by
+//! key, so the same datasets always give byte-identical output. It streams: sums are aggregations, quantiles and
+//! orders come from sorts that spill to disk, so memory does not grow with the number of rows (see its module,
+//! `query.rs`, for how each figure is computed).
 //!
 //! Key decision: every figure is exact and defined on the rows alone, with the method stated here, so that two
 //! runs of infertrace, or infertrace and a notebook, agree to the last digit:
@@ -27,12 +29,13 @@
 //! - **Reuse.** The hit rate an unbounded prefix cache would reach on `prefix_hashes`: rows are replayed in
 //!   arrival order (rows without an arrival last, ties in input order), a block hits if its hash was seen
 //!   before (in an earlier row or earlier in the same row), and blocks weigh `block_size` tokens.
-//!   Within a group, only the group's rows are replayed.
+//!   Within a group, only the group's rows are replayed. Every block but the first sight of each hash hits, so the
+//!   misses are the distinct hashes, each weighing the block size of the row that saw it first.
 //! - **Reasoning depth multiplier** R = Σ`reasoning_tokens` / Σ(`output_tokens` − `reasoning_tokens`) over rows
 //!   having both (a row with more reasoning than output tokens adds 0 to the denominator); null when the
 //!   denominator is 0.
-//! - **Time split.** Σ`queue_s`, Σ`prefill_s` and Σ`decode_s` over Σ`e2e_s`, on the rows having all four; the
-//!   remainder is transfer, network and client time.
+//! - **Time split.** Σ`queue_s`, Σ`prefill_s` and Σ`decode_s` over Σ`e2e_s`, on the rows having all four, each
+//!   summed in whole nanoseconds (exactly, whatever the order); the remainder is transfer, network and client time.
 //! - **TTFT under load.** For each row with an arrival and a TTFT, the number of *other* requests in flight at its
 //!   arrival (arrival ≤ t < completion, completion = `completion_time` or arrival + `e2e_s`; rows without both are
 //!   nobody's load), bucketed 0, 1, 2–3, 4–7, … (powers of two); each non-empty bucket gets the TTFT distribution.
@@ -84,6 +87,7 @@ mod compute;
 pub mod cost;
 pub mod format;
 pub mod merge;
+mod query;
 pub mod read;
 pub mod slo;
 pub mod stats;
@@ -92,10 +96,11 @@ pub mod workload;
 pub use compare::{Difference, compare};
 pub use compute::{
     Cache, Goodput, GroupBy, GroupMetrics, HitRate, InstanceSamples, LoadBucket, METRICS_VERSION, Metrics,
-    MetricsOptions, NULL_GROUP, Reasoning, Reuse, Throughput, TimeSplit, compute,
+    MetricsOptions, NULL_GROUP, Reasoning, Reuse, Throughput, TimeSplit,
 };
 pub use cost::{Cost, CostError, CostProfile};
 pub use merge::{MergeError, MergeOptions, Merged, merge};
+pub use query::{compute_dirs, compute_over};
 pub use slo::{Latency, Slo, SloError};
 pub use stats::{Distribution, SampleSummary};
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use infertrace_schema::{EngineSample, RequestRow, Status, metrics};
 
 use crate::merge::{MergeOptions, merge};
-use crate::tests::{T0, write};
+use crate::tests::{T0, write_open as write};
 
 /// `T0` plus `n` milliseconds.
 fn ms(n: i64) -> Option<i64> {

@@ -1,12 +1,18 @@
 //! Hand-computed expectations on small hand-built datasets.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use infertrace_query::QueryOptions;
 use infertrace_schema::{
-    Assumptions, CacheTier, Dataset, DatasetWriter, EngineSample, Manifest, Producer, RequestRow, Status, metrics,
+    Assumptions, CacheTier, DatasetWriter, EngineSample, Manifest, Producer, RequestRow, Status, metrics,
 };
 
 use super::*;
+
+/// The metrics of the datasets at `dirs`, as `infertrace metrics` computes them.
+pub(crate) fn compute(dirs: &[PathBuf], options: &MetricsOptions) -> Metrics {
+    compute_dirs(dirs, options, &QueryOptions::default()).unwrap()
+}
 
 pub(crate) const S: i64 = 1_000_000_000;
 /// An arbitrary origin, so that instants are not small numbers.
@@ -16,7 +22,7 @@ fn at(seconds: f64) -> Option<i64> {
     Some(T0 + (seconds * 1e9) as i64)
 }
 
-pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> Dataset {
+pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> PathBuf {
     let mut writer = DatasetWriter::create(dir, false).unwrap();
     for row in requests {
         writer.push_request(row).unwrap();
@@ -29,7 +35,12 @@ pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample
         Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
     );
     writer.finish(manifest).unwrap();
-    Dataset::open(dir).unwrap()
+    dir.to_owned()
+}
+
+/// [`write`], then read back into memory (for [`merge`](crate::merge), which takes datasets read).
+pub(crate) fn write_open(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> infertrace_schema::Dataset {
+    infertrace_schema::Dataset::open(&write(dir, requests, samples)).unwrap()
 }
 
 fn request(id: &str, model: Option<&str>, instance: Option<&str>, status: Status) -> RequestRow {
@@ -118,7 +129,7 @@ fn samples() -> Vec<EngineSample> {
     ]
 }
 
-fn dataset(dir: &tempfile::TempDir) -> Dataset {
+fn dataset(dir: &tempfile::TempDir) -> PathBuf {
     write(&dir.path().join("d"), &rows(), &samples())
 }
 

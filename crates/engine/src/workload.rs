@@ -16,10 +16,11 @@
 //! the metrics), else unknown. A session's reuse is Σ reused tokens / Σ input tokens over its rows with known reuse
 //! other than its earliest (by arrival, then row order): the first turn of a conversation has nothing to reuse.
 //! Sessions with no later turn of known reuse are not "high reuse".
+//!
+//! The rules run as queries over the whole trace ([`compute_over`](crate::compute_over)); `metrics` counts the
+//! rows of each class, stored and inferred apart, and `--by workload_class` groups them under `agent` or
+//! `agent (inferred)`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-use infertrace_schema::{RequestRow, WorkloadClass};
 use serde::Serialize;
 
 /// Fraction of prompt tokens reused above which reuse is high.
@@ -27,22 +28,6 @@ pub const HIGH_REUSE: f64 = 0.5;
 
 /// Prompt length, in tokens, from which a prompt is long.
 pub const LONG_PROMPT_TOKENS: u32 = 4096;
-
-/// A row's class and whether it was inferred.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Class {
-    /// The class.
-    pub class: WorkloadClass,
-    /// Whether the rules of this module chose it (the row recorded none).
-    pub inferred: bool,
-}
-
-impl Class {
-    /// The group key of `--by workload_class`: `agent`, or `agent (inferred)`.
-    pub fn key(self) -> String {
-        if self.inferred { format!("{} (inferred)", self.class.as_str()) } else { self.class.as_str().to_owned() }
-    }
-}
 
 /// Rows of one class: how many recorded it and how many were inferred.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -53,108 +38,14 @@ pub struct ClassCount {
     pub inferred: u64,
 }
 
-/// The class of every row of `rows` (same order), stored or inferred; `slo_given` is whether an SLO applies.
-pub fn classify(rows: &[&RequestRow], slo_given: bool) -> Vec<Class> {
-    let reuse = row_reuse(rows);
-    let high_reuse_sessions = high_reuse_sessions(rows, &reuse);
-    rows.iter()
-        .zip(&reuse)
-        .map(|(row, reuse)| {
-            if let Some(class) = row.workload_class {
-                return Class { class, inferred: false };
-            }
-            let in_session = row.session_id.as_deref().is_some_and(|s| high_reuse_sessions.contains(s));
-            let class = if row.tool_calls.is_some_and(|n| n > 0) || in_session {
-                WorkloadClass::Agent
-            } else if row.retrieved_docs.is_some_and(|n| n > 0)
-                || (row.input_tokens.is_some_and(|n| n >= LONG_PROMPT_TOKENS)
-                    && reuse.is_some_and(|(reused, input)| reused < HIGH_REUSE * input))
-            {
-                WorkloadClass::Rag
-            } else if !slo_given && not_streamed(row) {
-                WorkloadClass::Batch
-            } else {
-                WorkloadClass::Chat
-            };
-            Class { class, inferred: true }
-        })
-        .collect()
-}
-
-/// Rows per class, stored and inferred; every class is listed.
-pub fn count(classes: &[Class]) -> BTreeMap<WorkloadClass, ClassCount> {
-    let mut counts: BTreeMap<WorkloadClass, ClassCount> =
-        WorkloadClass::ALL.iter().map(|&c| (c, ClassCount::default())).collect();
-    for class in classes {
-        let entry = counts.entry(class.class).or_default();
-        if class.inferred {
-            entry.inferred += 1;
-        } else {
-            entry.stored += 1;
-        }
-    }
-    counts
-}
-
-fn not_streamed(row: &RequestRow) -> bool {
-    match (row.ttft_s, row.e2e_s, row.output_tokens) {
-        (Some(ttft), Some(e2e), Some(output)) => output > 1 && ttft >= e2e,
-        _ => false,
-    }
-}
-
-/// (reused tokens, input tokens) of each row, when known.
-fn row_reuse(rows: &[&RequestRow]) -> Vec<Option<(f64, f64)>> {
-    // Unbounded replay of prefix hashes in arrival order (rows without an arrival last, ties in row order).
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by_key(|&i| (rows[i].arrival_time.is_none(), rows[i].arrival_time));
-    let mut seen = HashSet::new();
-    let mut from_hashes: Vec<Option<(f64, f64)>> = vec![None; rows.len()];
-    for i in order {
-        let (Some(hashes), Some(block)) = (&rows[i].prefix_hashes, rows[i].block_size) else { continue };
-        if hashes.is_empty() {
-            continue;
-        }
-        let hits = hashes.iter().filter(|&&h| !seen.insert(h)).count();
-        from_hashes[i] = Some((hits as f64 * f64::from(block), hashes.len() as f64 * f64::from(block)));
-    }
-    rows.iter()
-        .zip(from_hashes)
-        .map(|(row, hashes)| match (row.cached_tokens, row.input_tokens) {
-            (Some(cached), Some(input)) if input > 0 => Some((f64::from(cached.min(input)), f64::from(input))),
-            _ => hashes,
-        })
-        .collect()
-}
-
-/// Sessions of two or more rows whose later rows reuse at least [`HIGH_REUSE`] of their prompt tokens.
-fn high_reuse_sessions<'r>(rows: &[&'r RequestRow], reuse: &[Option<(f64, f64)>]) -> HashSet<&'r str> {
-    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, row) in rows.iter().enumerate() {
-        if let Some(session) = row.session_id.as_deref() {
-            sessions.entry(session).or_default().push(i);
-        }
-    }
-    sessions
-        .into_iter()
-        .filter(|(_, members)| members.len() >= 2)
-        .filter(|(_, members)| {
-            let first =
-                members.iter().copied().min_by_key(|&i| (rows[i].arrival_time.is_none(), rows[i].arrival_time, i));
-            let (reused, input) = members
-                .iter()
-                .filter(|&&i| Some(i) != first)
-                .filter_map(|&i| reuse[i])
-                .fold((0.0, 0.0), |(r, n), (reused, input)| (r + reused, n + input));
-            input > 0.0 && reused >= HIGH_REUSE * input
-        })
-        .map(|(session, _)| session)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::collections::BTreeMap;
+
+    use infertrace_schema::{RequestRow, WorkloadClass};
+
+    use crate::tests::{compute, write};
+    use crate::{GroupBy, MetricsOptions, Slo};
 
     fn row(session: Option<&str>, arrival: i64) -> RequestRow {
         RequestRow {
@@ -166,9 +57,17 @@ mod tests {
         }
     }
 
-    fn classes(rows: &[RequestRow], slo_given: bool) -> Vec<String> {
-        let refs: Vec<&RequestRow> = rows.iter().collect();
-        classify(&refs, slo_given).into_iter().map(Class::key).collect()
+    /// Rows per `--by workload_class` key.
+    fn classes(rows: &[RequestRow], slo_given: bool) -> BTreeMap<String, u64> {
+        let dir = tempfile::tempdir().unwrap();
+        let data = [write(&dir.path().join("d"), rows, &[])];
+        let slo = if slo_given { Slo::parse("e2e=60m").unwrap() } else { Slo::default() };
+        let options = MetricsOptions { slo, by: Some(GroupBy::WorkloadClass), cost: None };
+        compute(&data, &options).groups.into_iter().map(|(key, group)| (key, group.requests)).collect()
+    }
+
+    fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|&(key, n)| (key.to_owned(), n)).collect()
     }
 
     #[test]
@@ -206,22 +105,19 @@ mod tests {
         ];
         assert_eq!(
             classes(&rows, false),
-            [
-                "rag",
-                "agent (inferred)",
-                "rag (inferred)",
-                "rag (inferred)",
-                "chat (inferred)",
-                "batch (inferred)",
-                "chat (inferred)",
-                "chat (inferred)"
-            ]
+            expect(&[
+                ("rag", 1),
+                ("agent (inferred)", 1),
+                ("rag (inferred)", 2),
+                ("chat (inferred)", 3),
+                ("batch (inferred)", 1)
+            ])
         );
         // With an SLO, nothing is batch.
-        assert_eq!(classes(&rows, true)[5], "chat (inferred)");
-        let counts = count(&classify(&rows.iter().collect::<Vec<_>>(), false));
-        assert_eq!(counts[&WorkloadClass::Rag], ClassCount { stored: 1, inferred: 2 });
-        assert_eq!(counts[&WorkloadClass::Chat], ClassCount { stored: 0, inferred: 3 });
+        assert_eq!(
+            classes(&rows, true),
+            expect(&[("rag", 1), ("agent (inferred)", 1), ("rag (inferred)", 2), ("chat (inferred)", 4)])
+        );
     }
 
     #[test]
@@ -242,9 +138,14 @@ mod tests {
             // s3: one row only.
             turn("s3", 2, 1000, 1000),
         ];
-        let got = classes(&rows, true);
-        assert_eq!(got[..3], ["agent (inferred)"; 3]);
-        assert_eq!(got[3..], ["chat (inferred)"; 3]);
+        assert_eq!(classes(&rows, true), expect(&[("agent (inferred)", 3), ("chat (inferred)", 3)]));
+        // The first turn is the earliest arrival, not the first row: s4's first turn (arrival 0) is its last row,
+        // and without it its reuse is 2000 / 2000.
+        let rows = vec![turn("s4", 10, 2000, 2000), turn("s4", 0, 1000, 0)];
+        assert_eq!(classes(&rows, true), expect(&[("agent (inferred)", 2)]));
+        // Tied arrivals: the earlier row is the first turn; without it, 0 / 1000 is not high reuse.
+        let rows = vec![turn("s5", 0, 1000, 1000), turn("s5", 0, 1000, 0)];
+        assert_eq!(classes(&rows, true), expect(&[("chat (inferred)", 2)]));
     }
 
     #[test]
@@ -256,9 +157,12 @@ mod tests {
             ..row(Some("s"), arrival)
         };
         let rows = vec![hashed(0, vec![1, 2]), hashed(5, vec![1, 2, 3])];
-        assert_eq!(classes(&rows, true), ["agent (inferred)"; 2]);
+        assert_eq!(classes(&rows, true), expect(&[("agent (inferred)", 2)]));
         // Only 1 of 3 blocks reused: 1 / 3 < 0.5.
         let rows = vec![hashed(0, vec![1]), hashed(5, vec![1, 7, 8])];
-        assert_eq!(classes(&rows, true), ["chat (inferred)"; 2]);
+        assert_eq!(classes(&rows, true), expect(&[("chat (inferred)", 2)]));
+        // Replayed in arrival order, not row order: the row of arrival 0 comes second but is seen first.
+        let rows = vec![hashed(5, vec![1, 2, 3]), hashed(0, vec![1, 2])];
+        assert_eq!(classes(&rows, true), expect(&[("agent (inferred)", 2)]));
     }
 }

@@ -22,9 +22,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::catalog::empty::EmptyTable;
+use datafusion::catalog::streaming::StreamingTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::error::DataFusionError;
@@ -37,6 +38,11 @@ use datafusion::scalar::ScalarValue;
 use infertrace_schema::{CacheEvent, DatasetError, EngineSample, Manifest, RequestRow, Table, TableFile};
 
 pub use datafusion;
+
+mod ordered;
+
+/// The column [`Datasets::register_ordered`] adds: a row's position in input order, from 0.
+pub const ORDINAL: &str = "ordinal";
 
 /// Memory a session's sorts, joins and aggregations may hold before they spill, unless told otherwise: 1 GiB.
 pub const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
@@ -73,6 +79,12 @@ impl From<DataFusionError> for QueryError {
     }
 }
 
+impl From<datafusion::arrow::error::ArrowError> for QueryError {
+    fn from(error: datafusion::arrow::error::ArrowError) -> Self {
+        DataFusionError::from(error).into()
+    }
+}
+
 /// DataFusion's message on one line, without the context it wraps around the error that matters.
 fn one_line(error: &DataFusionError) -> String {
     error.find_root().to_string().replace('\n', " ")
@@ -99,6 +111,8 @@ impl Default for QueryOptions {
 pub struct Datasets {
     context: SessionContext,
     manifests: Vec<Manifest>,
+    /// The files of each table, by table name, in input order: datasets as given, then path order.
+    files: BTreeMap<&'static str, Vec<TableFile>>,
 }
 
 impl std::fmt::Debug for Datasets {
@@ -115,10 +129,11 @@ impl Datasets {
             .map(|dir| infertrace_schema::read_manifest(dir).map_err(dataset_error(dir)))
             .collect::<Result<Vec<_>, _>>()?;
         let context = session(options)?;
-        register::<RequestRow>(&context, dirs).await?;
-        register::<EngineSample>(&context, dirs).await?;
-        register::<CacheEvent>(&context, dirs).await?;
-        Ok(Self { context, manifests })
+        let mut files = BTreeMap::new();
+        files.insert(RequestRow::NAME, register::<RequestRow>(&context, dirs).await?);
+        files.insert(EngineSample::NAME, register::<EngineSample>(&context, dirs).await?);
+        files.insert(CacheEvent::NAME, register::<CacheEvent>(&context, dirs).await?);
+        Ok(Self { context, manifests, files })
     }
 
     /// The DataFusion session the tables are registered in.
@@ -146,6 +161,27 @@ impl Datasets {
     pub async fn sql(&self, query: &str) -> Result<DataFrame, QueryError> {
         Ok(self.context.sql(query).await?)
     }
+
+    /// Registers as table `name` the rows of table `T` in input order (the datasets as given, each table's files in
+    /// path order, each file's rows in order), with `columns` only and a last column [`ORDINAL`]: the row's
+    /// position in that order, from 0. Queries whose figures depend on the order of ties (the first of two requests
+    /// that arrived at the same instant) sort on it.
+    ///
+    /// The files are read one after the other on one thread, each with only `columns`; a query that does not need
+    /// the order reads the plain table, which is faster.
+    pub fn register_ordered<T: Table>(&self, name: &str, columns: &[&str]) -> Result<(), QueryError> {
+        let canonical = T::schema();
+        let mut fields = columns
+            .iter()
+            .map(|&c| Ok(Arc::new(canonical.field_with_name(c)?.clone().with_metadata(Default::default()))))
+            .collect::<Result<Vec<_>, DataFusionError>>()?;
+        fields.push(Arc::new(Field::new(ORDINAL, DataType::UInt64, false)));
+        let schema = Arc::new(Schema::new(fields));
+        let files = self.files.get(T::NAME).cloned().unwrap_or_default();
+        let partition = Arc::new(ordered::Ordered { schema: schema.clone(), files });
+        self.context.register_table(name, Arc::new(StreamingTable::try_new(schema, vec![partition])?))?;
+        Ok(())
+    }
 }
 
 /// A session whose sorts, joins and aggregations spill past `options.memory_limit`.
@@ -170,19 +206,21 @@ fn session(options: &QueryOptions) -> Result<SessionContext, QueryError> {
 /// Files that hold every column of the table (whole tables, and parts partitioned by date) are one listing table.
 /// Parts that lack their partition column are one listing table per partition value, with the value put back as a
 /// constant; all are then one union.
-async fn register<T: Table>(context: &SessionContext, dirs: &[PathBuf]) -> Result<(), QueryError> {
+async fn register<T: Table>(context: &SessionContext, dirs: &[PathBuf]) -> Result<Vec<TableFile>, QueryError> {
     // Without the schema's metadata, so that every branch of the union has the same schema.
     let schema: SchemaRef = Arc::new(Schema::new(T::schema().fields().clone()));
     let mut whole = Vec::new();
     let mut parts: BTreeMap<(String, Option<String>), Vec<PathBuf>> = BTreeMap::new();
+    let mut all = Vec::new();
     for dir in dirs {
-        for TableFile { path, partition } in infertrace_schema::table_files::<T>(dir).map_err(dataset_error(dir))? {
-            match partition {
-                Some(key_value) if schema.index_of(&key_value.0).is_ok() => {
-                    parts.entry(key_value).or_default().push(path);
-                }
-                _ => whole.push(path),
+        all.extend(infertrace_schema::table_files::<T>(dir).map_err(dataset_error(dir))?);
+    }
+    for TableFile { path, partition } in all.iter().cloned() {
+        match partition {
+            Some(key_value) if schema.index_of(&key_value.0).is_ok() => {
+                parts.entry(key_value).or_default().push(path);
             }
+            _ => whole.push(path),
         }
     }
     let mut frames = Vec::new();
@@ -214,7 +252,7 @@ async fn register<T: Table>(context: &SessionContext, dirs: &[PathBuf]) -> Resul
         None => Arc::new(EmptyTable::new(schema)),
     };
     context.register_table(T::NAME, table)?;
-    Ok(())
+    Ok(all)
 }
 
 /// A listing table of the Parquet `files`, read as `schema` (a column a file lacks reads as null).

@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use datafusion::arrow::array::{Array as _, AsArray as _};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, UInt64Type};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::physical_plan::displayable;
 use futures::StreamExt as _;
@@ -231,4 +234,51 @@ fn an_empty_partitioned_table_is_an_empty_table() {
 | 0 |       |
 +---+-------+";
     assert_eq!(table, expected);
+}
+
+/// An ordered table numbers rows in input order: the datasets as given, then each table's files in path order (a
+/// partitioned table's parts by directory name: `instance=DP0%20TP0`, `instance=DP1`, then the null partition),
+/// then the rows of each file; a part's partition column comes back from its directory name.
+#[test]
+fn ordered_tables_number_rows_in_input_order() {
+    let (_root, dirs) = two_datasets();
+    let ordered = |dirs: Vec<PathBuf>| -> Vec<(u64, String, Option<String>)> {
+        runtime().block_on(async {
+            let datasets = Datasets::open(&dirs, &QueryOptions::default()).await.unwrap();
+            datasets.register_ordered::<RequestRow>("ordered", &["request_id", "instance"]).unwrap();
+            // Sorted by the ordinal: whatever order the engine returns rows in, the ordinal is theirs.
+            let sql = "SELECT ordinal, request_id, CAST(instance AS VARCHAR) FROM ordered ORDER BY ordinal";
+            let batches = datasets.sql(sql).await.unwrap().collect().await.unwrap();
+            let mut rows = Vec::new();
+            for batch in batches {
+                let text = |i: usize| cast(batch.column(i), &DataType::Utf8).unwrap();
+                let (ordinal, id, instance) = (batch.column(0).clone(), text(1), text(2));
+                for row in 0..batch.num_rows() {
+                    let instance = instance.as_string::<i32>();
+                    rows.push((
+                        ordinal.as_primitive::<UInt64Type>().value(row),
+                        id.as_string::<i32>().value(row).to_owned(),
+                        instance.is_valid(row).then(|| instance.value(row).to_owned()),
+                    ));
+                }
+            }
+            rows
+        })
+    };
+    let row = |n: u64, id: &str, instance: Option<&str>| (n, id.to_owned(), instance.map(str::to_owned));
+    assert_eq!(
+        ordered(dirs.clone()),
+        [
+            row(0, "a-0", Some("DP0 TP0")),
+            row(1, "a-1", None),
+            row(2, "a-2", Some("DP1")),
+            row(3, "b-0", Some("DP0 TP0")),
+            row(4, "b-2", Some("DP1")),
+            row(5, "b-1", None),
+        ]
+    );
+    // The other way round, the partitioned dataset's rows come first.
+    let reversed = ordered(dirs.into_iter().rev().collect());
+    assert_eq!(reversed[0], row(0, "b-0", Some("DP0 TP0")));
+    assert_eq!(reversed[3], row(3, "a-0", Some("DP0 TP0")));
 }

@@ -2,10 +2,11 @@
 //! CLI takes (write a dataset, open it, compute, read rows and samples, render).
 #![allow(dead_code, unreachable_pub)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use infertrace_engine::read::{self, Sample};
-use infertrace_engine::{Metrics, MetricsOptions, Slo, compute};
+use infertrace_engine::{Metrics, MetricsOptions, Slo, compute_dirs};
+use infertrace_query::QueryOptions;
 use infertrace_report::{ReportInput, render};
 use infertrace_schema::{
     Assumptions, Dataset, DatasetWriter, EngineSample, Manifest, Producer, RequestRow, Status, metrics,
@@ -99,7 +100,7 @@ pub fn samples() -> Vec<EngineSample> {
 }
 
 /// Writes a dataset of `requests` and `samples` at `dir` and opens it.
-pub fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> Dataset {
+pub fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> PathBuf {
     let mut writer = DatasetWriter::create(dir, false).unwrap();
     for row in requests {
         writer.push_request(row).unwrap();
@@ -112,7 +113,7 @@ pub fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> D
         Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
     );
     writer.finish(manifest).unwrap();
-    Dataset::open(dir).unwrap()
+    dir.to_owned()
 }
 
 /// What the report is made of, as the CLI reads it.
@@ -122,12 +123,13 @@ pub struct Read {
     pub metrics: Metrics,
 }
 
-pub fn read(dataset: &Dataset, slo: &str) -> Read {
+pub fn read(dir: &Path, slo: &str) -> Read {
     let options = MetricsOptions { slo: Slo::parse(slo).unwrap(), ..MetricsOptions::default() };
+    let dataset = Dataset::open(dir).unwrap();
     Read {
-        requests: read::requests(dataset),
-        samples: read::samples(dataset),
-        metrics: compute(std::slice::from_ref(dataset), &options),
+        requests: read::requests(&dataset),
+        samples: read::samples(&dataset),
+        metrics: compute_dirs(&[dir.to_owned()], &options, &QueryOptions::default()).unwrap(),
     }
 }
 
