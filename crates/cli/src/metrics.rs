@@ -9,6 +9,7 @@ use infertrace_engine::{
     Cost, CostProfile, Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary,
     compute_dirs,
 };
+use infertrace_query::datafusion::error::DataFusionError;
 use infertrace_query::{QueryError, QueryOptions};
 use infertrace_schema::Dataset;
 
@@ -26,6 +27,13 @@ pub fn metrics_with(paths: &[PathBuf], options: &MetricsOptions, query: &QueryOp
     compute_dirs(paths, options, query).map_err(|e| match e {
         // Already names the dataset.
         QueryError::Dataset { .. } | QueryError::Path { .. } => anyhow::Error::new(e),
+        QueryError::Engine(ref engine) if matches!(engine.find_root(), DataFusionError::ResourcesExhausted(_)) => {
+            let limit = match query.memory_limit {
+                n if n >= 1 << 20 => format!("{} MiB", n >> 20),
+                n => format!("{} KiB", n >> 10),
+            };
+            anyhow::anyhow!("cannot compute the metrics within --memory-limit ({limit}): give it more memory")
+        }
         QueryError::Engine(_) => anyhow::Error::new(e).context("cannot compute the metrics"),
     })
 }

@@ -207,3 +207,15 @@ fn a_cost_profile_prices_the_span_and_the_successful_answers() {
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+/// Past its memory limit, DataFusion stops with "Resources exhausted"; the user is told which option to raise.
+#[test]
+fn too_little_memory_says_which_option_to_raise() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    common::run(&[llmservingsim_run("llmservingsim_vllm_bench_RTX4090_llama31_8b")], &out);
+    let output = infertrace(&["metrics", out.to_str().unwrap(), "--memory-limit", "1K"]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(text, "error: cannot compute the metrics within --memory-limit (1 KiB): give it more memory\n");
+}
