@@ -179,10 +179,6 @@ const RAW_COLUMNS: &[&str] = &[
 /// [`RequestRow::fill_durations`]) and kept only when finite, text columns as plain strings, an unknown status
 /// text as `unknown`, counts as `BIGINT`, and each row's in-flight span end and earliest and latest instants.
 fn rows_sql(table: &str, ordered: bool) -> String {
-    let text = |c: &str| format!("CAST({c} AS VARCHAR)");
-    let vocabulary = |values: &[&str]| values.iter().map(|v| format!("'{v}'")).collect::<Vec<_>>().join(", ");
-    let statuses = vocabulary(&Status::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>());
-    let classes = vocabulary(&WorkloadClass::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>());
     let finite = |x: &str| format!("CASE WHEN abs({x}) < CAST('inf' AS DOUBLE) THEN {x} END");
     // A stored duration is kept (when finite); a null one is the span, when not negative.
     let filled = |stored: &str, span: &str| {
@@ -199,11 +195,7 @@ fn rows_sql(table: &str, ordered: bool) -> String {
     let instants = "a, s, ft, pe, ds, lt, ct";
     let int = |c: &str| format!("CAST({c} AS BIGINT)");
     format!(
-        "SELECT {ordinal}coalesce({source}, '') AS source, {model} AS model, {instance} AS instance, \
-         {session} AS session_id, \
-         CASE WHEN {status} IN ({statuses}) THEN {status} ELSE 'unknown' END AS status, \
-         CASE WHEN {class} IN ({classes}) THEN {class} END AS stored_class, \
-         {tool_calls} AS tool_calls, {retrieved_docs} AS retrieved_docs, \
+        "SELECT {ordinal}{keys}, {tool_calls} AS tool_calls, {retrieved_docs} AS retrieved_docs, \
          a, CASE WHEN ct IS NOT NULL THEN ct WHEN a IS NOT NULL AND e2e IS NOT NULL \
            THEN a + CAST(round(e2e * 1e9) AS BIGINT) END AS end_t, \
          least({instants}) AS lo, greatest({instants}) AS hi, \
@@ -219,12 +211,7 @@ fn rows_sql(table: &str, ordered: bool) -> String {
              {disk} AS cached_disk, {remote} AS cached_remote, {output} AS output, {reasoning} AS reasoning \
              FROM {table}))",
         ordinal = if ordered { "ordinal, " } else { "" },
-        source = text("source"),
-        model = text("model"),
-        instance = text("instance"),
-        session = text("session_id"),
-        status = text("status"),
-        class = text("workload_class"),
+        keys = key_columns_sql("stored_class"),
         tool_calls = int("tool_calls"),
         retrieved_docs = int("retrieved_docs"),
         queue = filled("queue_s", "s - a"),
@@ -246,19 +233,30 @@ fn rows_sql(table: &str, ordered: bool) -> String {
 
 /// The rows' prefix hashes with the grouping columns of [`rows_sql`], read from `table`.
 fn blocks_sql(table: &str, ordered: bool) -> String {
+    format!(
+        "SELECT {ordinal}{keys}, arrow_cast(arrival_time, 'Int64') AS a, CAST(block_size AS BIGINT) AS block_size, \
+         prefix_hashes FROM {table}",
+        ordinal = if ordered { "ordinal, " } else { "" },
+        keys = key_columns_sql("class_key"),
+    )
+}
+
+/// The columns rows are grouped by, as plain strings: `source` ('' when null), `model`, `instance`, `session_id`,
+/// `status` (`unknown` for text outside the vocabulary) and the stored workload class (null outside it) as `class`.
+fn key_columns_sql(class: &str) -> String {
+    let text = |c: &str| format!("CAST({c} AS VARCHAR)");
     let vocabulary = |values: Vec<&str>| values.iter().map(|v| format!("'{v}'")).collect::<Vec<_>>().join(", ");
     let statuses = vocabulary(Status::ALL.iter().map(|s| s.as_str()).collect());
     let classes = vocabulary(WorkloadClass::ALL.iter().map(|c| c.as_str()).collect());
+    let (status, stored) = (text("status"), text("workload_class"));
     format!(
-        "SELECT {ordinal}coalesce(CAST(source AS VARCHAR), '') AS source, \
-         CAST(model AS VARCHAR) AS model, CAST(instance AS VARCHAR) AS instance, \
-         CAST(session_id AS VARCHAR) AS session_id, \
-         CASE WHEN CAST(status AS VARCHAR) IN ({statuses}) THEN CAST(status AS VARCHAR) ELSE 'unknown' END AS status, \
-         CASE WHEN CAST(workload_class AS VARCHAR) IN ({classes}) THEN CAST(workload_class AS VARCHAR) END \
-           AS class_key, \
-         arrow_cast(arrival_time, 'Int64') AS a, CAST(block_size AS BIGINT) AS block_size, prefix_hashes \
-         FROM {table}",
-        ordinal = if ordered { "ordinal, " } else { "" },
+        "coalesce({source}, '') AS source, {model} AS model, {instance} AS instance, {session} AS session_id, \
+         CASE WHEN {status} IN ({statuses}) THEN {status} ELSE 'unknown' END AS status, \
+         CASE WHEN {stored} IN ({classes}) THEN {stored} END AS {class}",
+        source = text("source"),
+        model = text("model"),
+        instance = text("instance"),
+        session = text("session_id"),
     )
 }
 
