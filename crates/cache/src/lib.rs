@@ -87,11 +87,11 @@ mod sim;
 mod tiered;
 
 pub use mrc::{
-    AUTO_EXACT_LIMIT, AUTO_SAMPLE_RATE, Mrc, MrcPoint, MrcReport, REACHING, Reaching, Sampling, block_accesses,
-    max_abs_difference, mrc,
+    AUTO_EXACT_LIMIT, AUTO_SAMPLE_RATE, Mrc, MrcBuilder, MrcPoint, MrcReport, REACHING, Reaching, Sampling,
+    block_accesses, max_abs_difference, mrc,
 };
 pub use order::arrival_order;
-pub use sim::{SimOptions, Simulation, TierOutcome, apply, check_tiers, simulate};
+pub use sim::{SimOptions, Simulation, Simulator, TierOutcome, apply, check_tiers, simulate};
 pub use tiered::{Access, HitTokens, Lookup, Placement, Policy, TierSpec, TieredCache};
 
 use infertrace_schema::CacheTier;

@@ -68,19 +68,40 @@ fn sampled(hash: u64, threshold: u64) -> bool {
     mix64(hash ^ SAMPLE_SEED) % SAMPLE_MODULUS < threshold
 }
 
-/// Sizes at access times, summed over suffixes: the tokens of the blocks accessed at or after a time.
-#[derive(Debug)]
+/// Sizes at access times, summed over suffixes: the tokens of the blocks accessed at or after a time. It grows
+/// as times are added, doubling, so that it needs no count of the accesses beforehand.
+#[derive(Debug, Default)]
 struct Fenwick {
+    /// 1-based; `tree.len() - 1` is zero or a power of two.
     tree: Vec<u64>,
     total: u64,
 }
 
 impl Fenwick {
-    fn new(len: usize) -> Self {
-        Self { tree: vec![0; len + 1], total: 0 }
+    /// Makes room for time `at`. Doubling a tree of `n` (a power of two) leaves its nodes as they are: the new
+    /// node `2n` covers every time (the total so far), and the other new nodes cover only times after `n`, none of
+    /// which has a value yet.
+    fn reserve(&mut self, at: usize) {
+        let old = self.tree.len().saturating_sub(1);
+        if at < old {
+            return;
+        }
+        let mut len = old.max(1);
+        while len <= at {
+            len *= 2;
+        }
+        self.tree.resize(len + 1, 0);
+        if old > 0 {
+            let mut node = old * 2;
+            while node <= len {
+                self.tree[node] = self.total;
+                node *= 2;
+            }
+        }
     }
 
     fn add(&mut self, at: usize, value: u64) {
+        self.reserve(at);
         self.total += value;
         let mut i = at + 1;
         while i < self.tree.len() {
@@ -115,45 +136,78 @@ impl Fenwick {
     }
 }
 
-/// Computes the LRU curve of `rows`: the same replay as [`simulate`](crate::simulate) with one LRU tier, at every
-/// capacity at once (see the crate documentation for why the two agree exactly).
-pub fn mrc(rows: &[RequestRow], sampling: Sampling) -> Result<Mrc, CacheError> {
-    let rate = match sampling {
-        Sampling::Exact => 1.0,
-        Sampling::Auto if block_accesses(rows) <= AUTO_EXACT_LIMIT => 1.0,
-        Sampling::Auto => AUTO_SAMPLE_RATE,
-        Sampling::Rate(rate) if rate > 0.0 && rate <= 1.0 => rate,
-        Sampling::Rate(rate) => return Err(CacheError::SampleRate(rate)),
-    };
-    let exact = rate == 1.0;
-    let threshold = (rate * SAMPLE_MODULUS as f64).round() as u64;
-    let keep = |hash: u64| exact || sampled(hash, threshold);
+impl Sampling {
+    /// The rate this sampling uses on a trace of `block_accesses` (see [`block_accesses`]): 1 when exact.
+    pub fn rate(self, block_accesses: u64) -> Result<f64, CacheError> {
+        match self {
+            Sampling::Exact => Ok(1.0),
+            Sampling::Auto if block_accesses <= AUTO_EXACT_LIMIT => Ok(1.0),
+            Sampling::Auto => Ok(AUTO_SAMPLE_RATE),
+            Sampling::Rate(rate) if rate > 0.0 && rate <= 1.0 => Ok(rate),
+            Sampling::Rate(rate) => Err(CacheError::SampleRate(rate)),
+        }
+    }
+}
 
-    let accesses: usize = rows.iter().filter_map(blocks).map(|(h, _)| h.iter().filter(|&&h| keep(h)).count()).sum();
-    let mut fenwick = Fenwick::new(accesses);
-    // Per block: the time of its last access and the size it occupies.
-    let mut last: HashMap<u64, (usize, u32), BuildHasherDefault<MixHasher>> = HashMap::default();
-    let mut histogram: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut now = 0;
-    let mut curve = Mrc {
-        sample_rate: rate,
-        requests: 0,
-        rows_without_hashes: 0,
-        blocks: 0,
-        sampled_blocks: 0,
-        input_tokens: 0,
-        distances: Vec::new(),
-        cumulative: Vec::new(),
-        sampled_tokens: 0,
-        covered_tokens: 0,
-        min_block_size: u32::MAX,
-    };
-    for index in arrival_order(rows) {
-        let row = &rows[index];
+/// A curve in progress: rows are pushed one at a time, in replay order, and [`finish`](Self::finish) gives the
+/// curve. Memory holds one entry per distinct (sampled) block and one per (sampled) access.
+#[derive(Debug)]
+pub struct MrcBuilder {
+    rate: f64,
+    threshold: u64,
+    fenwick: Fenwick,
+    /// Per block: the time of its last access and the size it occupies.
+    last: HashMap<u64, (usize, u32), BuildHasherDefault<MixHasher>>,
+    histogram: BTreeMap<u64, u64>,
+    now: usize,
+    curve: Mrc,
+}
+
+impl MrcBuilder {
+    /// An empty curve sampled at `rate` (1 for exact; see [`Sampling::rate`]).
+    pub fn new(rate: f64) -> Result<Self, CacheError> {
+        if !(rate > 0.0 && rate <= 1.0) {
+            return Err(CacheError::SampleRate(rate));
+        }
+        Ok(Self {
+            rate,
+            threshold: (rate * SAMPLE_MODULUS as f64).round() as u64,
+            fenwick: Fenwick::default(),
+            last: HashMap::default(),
+            histogram: BTreeMap::new(),
+            now: 0,
+            curve: Mrc {
+                sample_rate: rate,
+                requests: 0,
+                rows_without_hashes: 0,
+                blocks: 0,
+                sampled_blocks: 0,
+                input_tokens: 0,
+                distances: Vec::new(),
+                cumulative: Vec::new(),
+                sampled_tokens: 0,
+                covered_tokens: 0,
+                min_block_size: u32::MAX,
+            },
+        })
+    }
+
+    fn exact(&self) -> bool {
+        self.rate == 1.0
+    }
+
+    fn keep(&self, hash: u64) -> bool {
+        self.exact() || sampled(hash, self.threshold)
+    }
+
+    /// Adds `row`, the next row in replay order ([`arrival_order`](crate::arrival_order)).
+    pub fn push(&mut self, row: &RequestRow) {
         let Some((hashes, block_size)) = blocks(row) else {
-            curve.rows_without_hashes += 1;
-            continue;
+            self.curve.rows_without_hashes += 1;
+            return;
         };
+        let exact = self.exact();
+        let curve = &mut self.curve;
         curve.requests += 1;
         curve.blocks += hashes.len() as u64;
         curve.input_tokens += denominator(row, hashes, block_size);
@@ -168,50 +222,66 @@ pub fn mrc(rows: &[RequestRow], sampling: Sampling) -> Result<Mrc, CacheError> {
         for (i, &hash) in hashes.iter().enumerate() {
             let i = i as u64;
             let share = ((i + 1) * size).min(cap) - (i * size).min(cap);
-            curve.covered_tokens += share;
-            if !keep(hash) {
+            self.curve.covered_tokens += share;
+            if !self.keep(hash) {
                 continue;
             }
-            curve.sampled_blocks += 1;
-            curve.sampled_tokens += share;
+            self.curve.sampled_blocks += 1;
+            self.curve.sampled_tokens += share;
             // The tokens of the blocks accessed since this one's last access, its own included.
-            let own = last.get(&hash).map(|&(time, stored)| (fenwick.from(time), u64::from(stored)));
+            let own = self.last.get(&hash).map(|&(time, stored)| (self.fenwick.from(time), u64::from(stored)));
             let distance = if exact {
                 prefix = prefix.zip(own).map(|(a, (b, _))| a.max(b));
                 prefix
             } else {
                 // The block itself, plus the sampled blocks above it standing for 1 / rate as many.
-                own.map(|(d, stored)| stored + ((d - stored) as f64 / rate).round() as u64)
+                own.map(|(d, stored)| stored + ((d - stored) as f64 / self.rate).round() as u64)
             };
             if let Some(d) = distance
                 && share > 0
             {
-                *histogram.entry(d).or_default() += share;
+                *self.histogram.entry(d).or_default() += share;
             }
         }
         // Then the accesses, the last block first, so that block 0 ends up the most recent.
         for &hash in hashes.iter().rev() {
-            if !keep(hash) {
+            if !self.keep(hash) {
                 continue;
             }
-            if let Some(&(time, stored)) = last.get(&hash) {
-                fenwick.sub(time, u64::from(stored));
+            if let Some(&(time, stored)) = self.last.get(&hash) {
+                self.fenwick.sub(time, u64::from(stored));
             }
-            fenwick.add(now, size);
-            last.insert(hash, (now, block_size));
-            now += 1;
+            self.fenwick.add(self.now, size);
+            self.last.insert(hash, (self.now, block_size));
+            self.now += 1;
         }
     }
-    let mut running = 0;
-    for (distance, tokens) in histogram {
-        running += tokens;
-        curve.distances.push(distance);
-        curve.cumulative.push(running);
+
+    /// The curve of the rows pushed.
+    pub fn finish(self) -> Mrc {
+        let mut curve = self.curve;
+        let mut running = 0;
+        for (distance, tokens) in self.histogram {
+            running += tokens;
+            curve.distances.push(distance);
+            curve.cumulative.push(running);
+        }
+        if curve.min_block_size == u32::MAX {
+            curve.min_block_size = 1;
+        }
+        curve
     }
-    if curve.min_block_size == u32::MAX {
-        curve.min_block_size = 1;
+}
+
+/// Computes the LRU curve of `rows`: the same replay as [`simulate`](crate::simulate) with one LRU tier, at every
+/// capacity at once (see the crate documentation for why the two agree exactly). An [`MrcBuilder`] over rows held
+/// in memory.
+pub fn mrc(rows: &[RequestRow], sampling: Sampling) -> Result<Mrc, CacheError> {
+    let mut builder = MrcBuilder::new(sampling.rate(block_accesses(rows))?)?;
+    for index in arrival_order(rows) {
+        builder.push(&rows[index]);
     }
-    Ok(curve)
+    Ok(builder.finish())
 }
 
 /// The fractions of the unbounded hit ratio whose smallest capacity [`Mrc::report`] lists.

@@ -19,7 +19,7 @@ pub struct SimOptions {
 }
 
 /// What a simulation found: the JSON object of `infertrace cache-sim --json` (described in the crate
-/// documentation) and the hit tokens of every row.
+/// documentation).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Simulation {
     /// Replacement policy.
@@ -42,9 +42,6 @@ pub struct Simulation {
     pub hit_tokens: u64,
     /// `hit_tokens / input_tokens`; null when no input token is counted.
     pub hit_ratio: Option<f64>,
-    /// Per input row (in input order): its hit tokens, or `None` for a row left out.
-    #[serde(skip)]
-    pub rows: Vec<Option<HitTokens>>,
 }
 
 /// One tier's share of a simulation.
@@ -81,84 +78,107 @@ pub fn check_tiers(tiers: &[TierSpec]) -> Result<(), CacheError> {
     Ok(())
 }
 
-/// Replays `rows` in arrival order through a new cache of `options`, one [`TieredCache::access`] per row.
-pub fn simulate(rows: &[RequestRow], options: &SimOptions) -> Result<Simulation, CacheError> {
-    check_tiers(&options.tiers)?;
-    let mut cache = TieredCache::new(options.tiers.clone(), options.policy, options.placement);
-    let n = options.tiers.len();
-    let mut sim = Simulation {
-        policy: options.policy,
-        placement: options.placement,
-        tiers: options
-            .tiers
-            .iter()
-            .map(|spec| TierOutcome {
-                tier: spec.tier,
-                capacity_tokens: spec.capacity_tokens,
-                hit_blocks: 0,
-                hit_tokens: 0,
-                hit_ratio: None,
-                evictions: 0,
-            })
-            .collect(),
-        requests: 0,
-        rows_without_hashes: 0,
-        blocks: 0,
-        hit_blocks: 0,
-        input_tokens: 0,
-        hit_tokens: 0,
-        hit_ratio: None,
-        rows: vec![None; rows.len()],
-    };
-    for index in arrival_order(rows) {
-        let row = &rows[index];
+/// A simulation in progress: rows are pushed one at a time, in replay order, and [`finish`](Self::finish) gives
+/// the figures. Memory holds the cache, not the rows.
+#[derive(Debug)]
+pub struct Simulator {
+    cache: TieredCache,
+    sim: Simulation,
+}
+
+impl Simulator {
+    /// An empty cache of `options`.
+    pub fn new(options: &SimOptions) -> Result<Self, CacheError> {
+        check_tiers(&options.tiers)?;
+        let sim = Simulation {
+            policy: options.policy,
+            placement: options.placement,
+            tiers: options
+                .tiers
+                .iter()
+                .map(|spec| TierOutcome {
+                    tier: spec.tier,
+                    capacity_tokens: spec.capacity_tokens,
+                    hit_blocks: 0,
+                    hit_tokens: 0,
+                    hit_ratio: None,
+                    evictions: 0,
+                })
+                .collect(),
+            requests: 0,
+            rows_without_hashes: 0,
+            blocks: 0,
+            hit_blocks: 0,
+            input_tokens: 0,
+            hit_tokens: 0,
+            hit_ratio: None,
+        };
+        Ok(Self { cache: TieredCache::new(options.tiers.clone(), options.policy, options.placement), sim })
+    }
+
+    /// Looks up and then accesses the blocks of `row`, the next row in replay order ([`arrival_order`]): its hit
+    /// tokens, or `None` for a row left out.
+    pub fn push(&mut self, row: &RequestRow) -> Option<HitTokens> {
+        let sim = &mut self.sim;
         let Some((hashes, block_size)) = blocks(row) else {
             sim.rows_without_hashes += 1;
-            continue;
+            return None;
         };
-        let access = cache.access(hashes, block_size);
+        let access = self.cache.access(hashes, block_size);
         let tokens = access.hit_tokens(block_size, row.input_tokens);
         sim.requests += 1;
         sim.blocks += hashes.len() as u64;
         sim.hit_blocks += access.hit_blocks;
         sim.input_tokens += denominator(row, hashes, block_size);
         sim.hit_tokens += tokens.total;
-        for t in 0..n {
-            let outcome = &mut sim.tiers[t];
+        for (t, outcome) in sim.tiers.iter_mut().enumerate() {
             outcome.hit_blocks += access.per_tier_blocks[t];
             outcome.hit_tokens += tokens.per_tier[t];
             outcome.evictions += access.evicted[t];
         }
-        sim.rows[index] = Some(tokens);
+        Some(tokens)
     }
-    sim.hit_ratio = ratio(sim.hit_tokens, sim.input_tokens);
-    for outcome in &mut sim.tiers {
-        outcome.hit_ratio = ratio(outcome.hit_tokens, sim.input_tokens);
+
+    /// The figures of the rows pushed.
+    pub fn finish(mut self) -> Simulation {
+        let sim = &mut self.sim;
+        sim.hit_ratio = ratio(sim.hit_tokens, sim.input_tokens);
+        for outcome in &mut sim.tiers {
+            outcome.hit_ratio = ratio(outcome.hit_tokens, sim.input_tokens);
+        }
+        self.sim
     }
-    Ok(sim)
 }
 
-/// Writes the simulation's hit tokens into `rows` (the rows it was computed from): `cached_tokens` and the
-/// `cached_tokens_<tier>` of each simulated tier get the simulated values; the columns of tiers not simulated, and
-/// all five columns of rows left out, become null. Counts above `u32::MAX` saturate.
-pub fn apply(rows: &mut [RequestRow], sim: &Simulation) {
+/// Replays `rows` in arrival order through a new cache of `options`: a [`Simulator`] over rows held in memory.
+pub fn simulate(rows: &[RequestRow], options: &SimOptions) -> Result<Simulation, CacheError> {
+    let mut simulator = Simulator::new(options)?;
+    for index in arrival_order(rows) {
+        simulator.push(&rows[index]);
+    }
+    Ok(simulator.finish())
+}
+
+/// Writes a row's simulated hit tokens (`hit`, from [`Simulator::push`]) into `row`: `cached_tokens` and the
+/// `cached_tokens_<tier>` of each simulated tier (`tiers`, in the simulation's order) get the simulated values;
+/// the columns of tiers not simulated, and all five columns of a row left out, become null. Counts above
+/// `u32::MAX` saturate.
+pub fn apply(row: &mut RequestRow, tiers: &[TierOutcome], hit: Option<&HitTokens>) {
     let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-    for (row, hit) in rows.iter_mut().zip(&sim.rows) {
-        row.cached_tokens = None;
-        row.cached_tokens_gpu = None;
-        row.cached_tokens_cpu = None;
-        row.cached_tokens_disk = None;
-        row.cached_tokens_remote = None;
-        let Some(hit) = hit else { continue };
-        row.cached_tokens = Some(narrow(hit.total));
-        for (outcome, &tokens) in sim.tiers.iter().zip(&hit.per_tier) {
-            let column = match outcome.tier {
-                CacheTier::Gpu => &mut row.cached_tokens_gpu,
-                CacheTier::Cpu => &mut row.cached_tokens_cpu,
-                CacheTier::Disk => &mut row.cached_tokens_disk,
-                CacheTier::Remote => &mut row.cached_tokens_remote,
-            };
-            *column = Some(narrow(tokens));
-        }
+    row.cached_tokens = None;
+    row.cached_tokens_gpu = None;
+    row.cached_tokens_cpu = None;
+    row.cached_tokens_disk = None;
+    row.cached_tokens_remote = None;
+    let Some(hit) = hit else { return };
+    row.cached_tokens = Some(narrow(hit.total));
+    for (outcome, &tokens) in tiers.iter().zip(&hit.per_tier) {
+        let column = match outcome.tier {
+            CacheTier::Gpu => &mut row.cached_tokens_gpu,
+            CacheTier::Cpu => &mut row.cached_tokens_cpu,
+            CacheTier::Disk => &mut row.cached_tokens_disk,
+            CacheTier::Remote => &mut row.cached_tokens_remote,
+        };
+        *column = Some(narrow(tokens));
     }
 }

@@ -3,7 +3,8 @@
 use infertrace_schema::{CacheTier, RequestRow};
 
 use crate::{
-    Access, HitTokens, Lookup, Placement, Policy, Sampling, SimOptions, TierSpec, TieredCache, apply, mrc, simulate,
+    Access, HitTokens, Lookup, Placement, Policy, Sampling, SimOptions, Simulator, TierSpec, TieredCache, apply,
+    arrival_order, mrc, simulate,
 };
 
 fn tiers(gpu: u64, cpu: u64) -> Vec<TierSpec> {
@@ -205,7 +206,16 @@ fn simulation_replays_in_arrival_order_and_fills_the_columns() {
     assert_eq!(sim.hit_tokens, 4 + 8 + 8);
     assert_eq!(sim.hit_ratio, Some(20.0 / 30.0));
     assert_eq!(sim.tiers[0].hit_tokens, 20);
-    apply(&mut rows, &sim);
+    // The same replay row by row, the hit tokens written back in input order.
+    let mut simulator = Simulator::new(&options).unwrap();
+    let mut hits = vec![None; rows.len()];
+    for index in arrival_order(&rows) {
+        hits[index] = simulator.push(&rows[index]);
+    }
+    assert_eq!(simulator.finish(), sim);
+    for (row, hit) in rows.iter_mut().zip(&hits) {
+        apply(row, &sim.tiers, hit.as_ref());
+    }
     let cached: Vec<_> = rows.iter().map(|r| (r.cached_tokens, r.cached_tokens_gpu, r.cached_tokens_cpu)).collect();
     assert_eq!(
         cached,

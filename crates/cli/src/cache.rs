@@ -7,15 +7,26 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use std::fs::File;
+use std::sync::Arc;
+
 use anyhow::{Context as _, Result, anyhow, bail};
-use infertrace_cache::{Mrc, MrcReport, Placement, Policy, Sampling, SimOptions, Simulation, TierSpec};
-use infertrace_engine::format::{count, percent};
-use infertrace_schema::{
-    CacheEvent, CacheSimModel, CacheSimRecord, CacheSimTier, CacheTier, Dataset, DatasetWriter, EngineSample, Manifest,
-    Producer, RequestRow, RowCounts, Table as _,
+use arrow::array::{Array as _, ArrayRef, AsArray as _, RecordBatch, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use infertrace_cache::{
+    HitTokens, Mrc, MrcBuilder, MrcReport, Placement, Policy, Sampling, SimOptions, Simulation, Simulator, TierSpec,
 };
+use infertrace_engine::format::{count, percent};
+use infertrace_query::datafusion::prelude::ParquetReadOptions;
+use infertrace_query::{ORDINAL, QueryOptions, Session};
+use infertrace_schema::{
+    CacheEvent, CacheSimModel, CacheSimRecord, CacheSimTier, CacheTier, DatasetWriter, EngineSample, Manifest,
+    Producer, RequestRow, RowCounts, request,
+};
+use parquet::arrow::ArrowWriter;
 use serde::Serialize;
 
+use crate::stream;
 use crate::summary::render_table;
 
 /// How capacities written in bytes become tokens.
@@ -143,6 +154,8 @@ pub struct CacheSimArgs {
     pub output: Option<PathBuf>,
     /// Replace `output` if it exists.
     pub force: bool,
+    /// How the query engine that reads and sorts the requests uses the machine.
+    pub query: QueryOptions,
 }
 
 /// Wall-clock phases, for `--timing` (stderr only, never in outputs).
@@ -182,58 +195,147 @@ pub fn tier_specs(tiers: &[(CacheTier, String)], bytes: Option<&ByteCapacity>) -
     Ok(specs)
 }
 
-fn open_rows(path: &Path) -> Result<(Dataset, Vec<RequestRow>)> {
-    let dataset = Dataset::open(path).with_context(|| format!("cannot read dataset {}", path.display()))?;
-    let rows = RequestRow::from_batch(&dataset.requests)
-        .with_context(|| format!("cannot read the requests of dataset {}", path.display()))?;
-    Ok((dataset, rows))
-}
+/// The columns a replay of the cache reads.
+const REPLAY_COLUMNS: [&str; 3] = [request::INPUT_TOKENS, request::BLOCK_SIZE, request::PREFIX_HASHES];
 
 /// Runs `cache-sim`: the simulation and, with `output`, the dataset written with its values.
+///
+/// The requests are read in replay order from a sort that spills; with `output`, each row's hit tokens go to a
+/// scratch file, sorted back into input order and joined to the rows as they are written.
 pub fn cache_sim(args: &CacheSimArgs) -> Result<(Simulation, Timing)> {
     let specs = tier_specs(&args.tiers, args.bytes.as_ref())?;
     let mut timing = Timing::default();
     let start = Instant::now();
-    let (dataset, mut rows) = open_rows(&args.dataset)?;
+    let session = stream::open(std::slice::from_ref(&args.dataset), &args.query)?;
+    let source = session.datasets().manifests()[0].clone();
     timing.open = start.elapsed();
     let start = Instant::now();
     let options = SimOptions { tiers: specs, policy: args.policy, placement: args.placement };
-    let sim = infertrace_cache::simulate(&rows, &options).map_err(|e| anyhow!("{e}"))?;
+    let mut simulator = Simulator::new(&options).map_err(|e| anyhow!("{e}"))?;
+    let mut hits = match &args.output {
+        Some(_) => Some(HitsWriter::create(&session.scratch().join("hits.parquet"), options.tiers.len())?),
+        None => None,
+    };
+    stream::for_each_by_arrival(&session, &REPLAY_COLUMNS, &args.query, |row, ordinal| {
+        let hit = simulator.push(row);
+        match &mut hits {
+            Some(hits) => hits.push(ordinal, hit.as_ref()),
+            None => Ok(()),
+        }
+    })?;
+    let sim = simulator.finish();
     timing.compute = start.elapsed();
-    if let Some(output) = &args.output {
+    if let (Some(output), Some(hits)) = (&args.output, hits) {
         let start = Instant::now();
-        infertrace_cache::apply(&mut rows, &sim);
-        let samples = EngineSample::from_batch(&dataset.samples)
-            .with_context(|| format!("cannot read the samples of dataset {}", args.dataset.display()))?;
-        let events = CacheEvent::from_batch(&dataset.cache_events)
-            .with_context(|| format!("cannot read the cache events of dataset {}", args.dataset.display()))?;
-        write_dataset(args, &dataset.manifest, (&rows, &samples, &events), &sim, output)
-            .with_context(|| format!("cannot write output {}", output.display()))?;
+        let hits = hits.finish()?;
+        write_dataset(args, &session, &source, &hits, &sim, output)?;
         timing.write = start.elapsed();
     }
     Ok((sim, timing))
 }
 
-/// The source dataset's rows: requests (with the simulated cache columns), samples and cache events.
-type Tables<'a> = (&'a [RequestRow], &'a [EngineSample], &'a [CacheEvent]);
+/// Rows per batch of the hits file.
+const HITS_BATCH: usize = 64 * 1024;
 
+/// Each simulated row's hit tokens in replay order, written to a Parquet file: its ordinal, then the total and each
+/// tier's tokens (null for a row left out).
+struct HitsWriter {
+    path: PathBuf,
+    writer: ArrowWriter<File>,
+    schema: SchemaRef,
+    ordinals: Vec<u64>,
+    /// The total, then per tier.
+    columns: Vec<Vec<Option<u64>>>,
+}
+
+impl HitsWriter {
+    fn create(path: &Path, tiers: usize) -> Result<Self> {
+        let mut fields = vec![Field::new(ORDINAL, DataType::UInt64, false)];
+        fields.extend((0..=tiers).map(|t| Field::new(format!("hit_{t}"), DataType::UInt64, true)));
+        let schema = Arc::new(Schema::new(fields));
+        let file = File::create(path).with_context(|| format!("cannot write scratch file {}", path.display()))?;
+        let writer = ArrowWriter::try_new(file, schema.clone(), None)?;
+        Ok(Self { path: path.to_owned(), writer, schema, ordinals: Vec::new(), columns: vec![Vec::new(); tiers + 1] })
+    }
+
+    fn push(&mut self, ordinal: u64, hit: Option<&HitTokens>) -> Result<()> {
+        self.ordinals.push(ordinal);
+        self.columns[0].push(hit.map(|h| h.total));
+        for (t, column) in self.columns[1..].iter_mut().enumerate() {
+            column.push(hit.map(|h| h.per_tier[t]));
+        }
+        if self.ordinals.len() == HITS_BATCH { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(std::mem::take(&mut self.ordinals)))];
+        arrays.extend(self.columns.iter_mut().map(|c| Arc::new(UInt64Array::from(std::mem::take(c))) as ArrayRef));
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
+        self.writer.write(&batch).with_context(|| format!("cannot write scratch file {}", self.path.display()))
+    }
+
+    /// Closes the file and returns its path.
+    fn finish(mut self) -> Result<PathBuf> {
+        if !self.ordinals.is_empty() {
+            self.flush()?;
+        }
+        self.writer.close().with_context(|| format!("cannot write scratch file {}", self.path.display()))?;
+        Ok(self.path)
+    }
+}
+
+/// Writes the dataset of `args.output`: the requests in input order with the simulated cache columns (from the
+/// hits file at `hits`), then the samples and cache events as they were.
 fn write_dataset(
     args: &CacheSimArgs,
+    session: &Session,
     source: &Manifest,
-    (requests, samples, events): Tables<'_>,
+    hits: &Path,
     sim: &Simulation,
     output: &Path,
-) -> Result<Manifest, infertrace_schema::DatasetError> {
-    let mut writer = DatasetWriter::create(output, args.force)?;
-    for row in requests {
-        writer.push_request(row)?;
-    }
-    for row in samples {
-        writer.push_sample(row)?;
-    }
-    for row in events {
-        writer.push_cache_event(row)?;
-    }
+) -> Result<Manifest> {
+    let query = &args.query;
+    let what = "sort the simulated rows back into input order";
+    let datasets = session.datasets();
+    let frame = session
+        .block_on(async {
+            let hits = hits.to_string_lossy();
+            datasets.context().register_parquet(HITS, hits.as_ref(), ParquetReadOptions::default()).await?;
+            datasets.sql(&format!("SELECT * FROM {HITS} ORDER BY {ORDINAL}")).await
+        })
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    let mut hits = session.batches(frame).map_err(|e| stream::engine_error(e, query, what))?;
+    let mut batch: Option<RecordBatch> = None;
+    let mut at = 0;
+    let written = |e: infertrace_schema::DatasetError| {
+        anyhow::Error::new(e).context(format!("cannot write output {}", output.display()))
+    };
+    let mut writer = DatasetWriter::create(output, args.force).map_err(written)?;
+    stream::for_each_row::<RequestRow>(session, "infertrace_all_requests", query, |mut row| {
+        while batch.as_ref().is_none_or(|b| at == b.num_rows()) {
+            let next = hits.next().ok_or_else(|| anyhow!("cannot {what}: a row has no simulated value"))?;
+            batch = Some(next.map_err(|e| stream::engine_error(e, query, what))?);
+            at = 0;
+        }
+        let b = batch.as_ref().expect("filled above");
+        let value = |c: usize| {
+            let column = b.column(c).as_primitive::<UInt64Type>();
+            column.is_valid(at).then(|| column.value(at))
+        };
+        let hit = value(1).map(|total| HitTokens {
+            total,
+            per_tier: (0..sim.tiers.len()).map(|t| value(t + 2).unwrap_or(0)).collect(),
+        });
+        at += 1;
+        infertrace_cache::apply(&mut row, &sim.tiers, hit.as_ref());
+        writer.push_request(&row).map_err(written)
+    })?;
+    stream::for_each_row::<EngineSample>(session, "infertrace_all_samples", query, |row| {
+        writer.push_sample(&row).map_err(written)
+    })?;
+    stream::for_each_row::<CacheEvent>(session, "infertrace_all_cache_events", query, |row| {
+        writer.push_cache_event(&row).map_err(written)
+    })?;
     let given = |tier: CacheTier| args.tiers.iter().find(|(t, _)| *t == tier).map(|(_, c)| c.clone());
     let record = CacheSimRecord {
         dataset: args.dataset.display().to_string(),
@@ -256,19 +358,24 @@ fn write_dataset(
         input_tokens: sim.input_tokens,
         hit_tokens: sim.hit_tokens,
     };
-    writer.finish(Manifest {
-        schema_version: infertrace_schema::SCHEMA_VERSION,
-        producer: Producer { name: "infertrace".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() },
-        assumptions: source.assumptions.clone(),
-        inputs: source.inputs.clone(),
-        skipped: source.skipped.clone(),
-        merge: source.merge.clone(),
-        cache_sim: Some(record),
-        partition_by: None,
-        hash_salt: source.hash_salt,
-        rows: RowCounts::default(),
-    })
+    writer
+        .finish(Manifest {
+            schema_version: infertrace_schema::SCHEMA_VERSION,
+            producer: Producer { name: "infertrace".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() },
+            assumptions: source.assumptions.clone(),
+            inputs: source.inputs.clone(),
+            skipped: source.skipped.clone(),
+            merge: source.merge.clone(),
+            cache_sim: Some(record),
+            partition_by: None,
+            hash_salt: source.hash_salt,
+            rows: RowCounts::default(),
+        })
+        .map_err(written)
 }
+
+/// The table the hits file is registered as.
+const HITS: &str = "infertrace_hits";
 
 /// The simulation as a table: per tier its capacity, hit tokens, share of input tokens and evictions, then the
 /// total and the rows left out.
@@ -359,6 +466,8 @@ pub struct MrcArgs {
     pub points: Option<Vec<String>>,
     /// Capacities in bytes through this model.
     pub bytes: Option<ByteCapacity>,
+    /// How the query engine that reads and sorts the requests uses the machine.
+    pub query: QueryOptions,
 }
 
 /// Runs `mrc`: the curve and the report at the capacities asked for.
@@ -375,14 +484,49 @@ pub fn mrc(args: &MrcArgs) -> Result<(Mrc, MrcReport, Timing)> {
         .transpose()?;
     let mut timing = Timing::default();
     let start = Instant::now();
-    let (_, rows) = open_rows(&args.dataset)?;
+    let session = stream::open(std::slice::from_ref(&args.dataset), &args.query)?;
     timing.open = start.elapsed();
     let start = Instant::now();
-    let curve = infertrace_cache::mrc(&rows, args.sampling).map_err(|e| anyhow!("{e}"))?;
+    let curve = curve(&session, args.sampling, &args.query)?;
     timing.compute = start.elapsed();
     let capacities = points.unwrap_or_else(|| curve.default_capacities());
     let report = curve.report(&capacities);
     Ok((curve, report, timing))
+}
+
+/// The LRU curve of the session's requests, streamed in arrival order. Only the automatic choice of sampling needs
+/// the trace's size first: one aggregation.
+pub(crate) fn curve(session: &Session, sampling: Sampling, query: &QueryOptions) -> Result<Mrc> {
+    let accesses = match sampling {
+        Sampling::Auto => block_accesses(session, query)?,
+        _ => 0,
+    };
+    let mut builder =
+        MrcBuilder::new(sampling.rate(accesses).map_err(|e| anyhow!("{e}"))?).map_err(|e| anyhow!("{e}"))?;
+    stream::for_each_by_arrival(session, &REPLAY_COLUMNS, query, |row, _| {
+        builder.push(row);
+        Ok(())
+    })?;
+    Ok(builder.finish())
+}
+
+/// Block accesses of the rows that take part (see [`infertrace_cache::block_accesses`]), by one aggregation.
+fn block_accesses(session: &Session, query: &QueryOptions) -> Result<u64> {
+    let what = "count the block accesses";
+    let frame = session
+        .block_on(session.datasets().sql(&format!(
+            "SELECT CAST(COALESCE(SUM(cardinality({h})), 0) AS BIGINT UNSIGNED) AS n FROM requests \
+             WHERE {h} IS NOT NULL AND {b} > 0",
+            h = request::PREFIX_HASHES,
+            b = request::BLOCK_SIZE,
+        )))
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    let mut n = 0;
+    stream::for_each_batch(session, frame, query, what, |batch| {
+        n += batch.column(0).as_primitive::<UInt64Type>().iter().flatten().sum::<u64>();
+        Ok(())
+    })?;
+    Ok(n)
 }
 
 /// The curve as a table (capacity, hit tokens, hit ratio, share of the unbounded hit ratio), then the unbounded

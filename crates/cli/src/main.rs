@@ -314,6 +314,8 @@ struct CacheSimArgs {
     /// Print the time spent opening, simulating and writing to stderr.
     #[arg(long)]
     timing: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -342,6 +344,8 @@ struct MrcArgs {
     /// Print the time spent opening and computing to stderr.
     #[arg(long)]
     timing: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 fn parse_policy(text: &str) -> Result<Policy, String> {
@@ -475,6 +479,8 @@ struct ReportArgs {
     /// Cost profile (as for `metrics`): adds the cost section.
     #[arg(long, value_name = "FILE")]
     cost: Option<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -780,6 +786,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 bytes,
                 output: args.output,
                 force: args.force,
+                query: args.engine.options(),
             };
             let (sim, timing) = infertrace::cache::cache_sim(&sim_args)?;
             let bytes = sim_args.bytes.as_ref();
@@ -808,6 +815,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 sampling,
                 points: args.points,
                 bytes: args.bytes.capacity()?,
+                query: args.engine.options(),
             };
             let (curve, report, timing) = infertrace::cache::mrc(&mrc_args)?;
             let bytes = mrc_args.bytes.as_ref();
@@ -917,6 +925,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 slo: args.slo.unwrap_or_default(),
                 title: args.title,
                 cost: args.cost.as_deref().map(metrics::read_cost_profile).transpose()?,
+                query: args.engine.options(),
             };
             report::report(&options)?;
             writeln!(out, "wrote {}", options.output.display())?;

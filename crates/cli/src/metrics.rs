@@ -9,8 +9,7 @@ use infertrace_engine::{
     Cost, CostProfile, Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary,
     compute_dirs,
 };
-use infertrace_query::datafusion::error::DataFusionError;
-use infertrace_query::{QueryError, QueryOptions};
+use infertrace_query::QueryOptions;
 use infertrace_schema::Dataset;
 
 use crate::summary::render_table;
@@ -24,18 +23,7 @@ pub fn metrics(paths: &[PathBuf], options: &MetricsOptions) -> Result<Metrics> {
 /// Computes the metrics of the rows of every dataset of `paths` taken together, streaming them through the query
 /// engine as `query` allows (memory budget, spill directory, threads).
 pub fn metrics_with(paths: &[PathBuf], options: &MetricsOptions, query: &QueryOptions) -> Result<Metrics> {
-    compute_dirs(paths, options, query).map_err(|e| match e {
-        // Already names the dataset.
-        QueryError::Dataset { .. } | QueryError::Path { .. } => anyhow::Error::new(e),
-        QueryError::Engine(ref engine) if matches!(engine.find_root(), DataFusionError::ResourcesExhausted(_)) => {
-            let limit = match query.memory_limit {
-                n if n >= 1 << 20 => format!("{} MiB", n >> 20),
-                n => format!("{} KiB", n >> 10),
-            };
-            anyhow::anyhow!("cannot compute the metrics within --memory-limit ({limit}): give it more memory")
-        }
-        QueryError::Engine(_) => anyhow::Error::new(e).context("cannot compute the metrics"),
-    })
+    compute_dirs(paths, options, query).map_err(|e| crate::stream::engine_error(e, query, "compute the metrics"))
 }
 
 /// Opens every dataset of `paths`; the error names the first that cannot be read.

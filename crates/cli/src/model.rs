@@ -9,17 +9,22 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use infertrace_engine::{MetricsOptions, read};
+use arrow::array::{Array as _, ArrayRef, AsArray as _};
+use arrow::datatypes::{Float64Type, Int64Type};
+use infertrace_cache::Mrc;
+use infertrace_engine::{MetricsOptions, compute_over, rows_in_input_order};
 use infertrace_model::eval::{Derived, Evaluation, Origin};
-use infertrace_model::fit::{Quadratic, fit_quadratic};
+use infertrace_model::fit::{Quadratic, fit_quadratic_by};
 use infertrace_model::size::Sizing;
 use infertrace_model::sweep::Surface;
 use infertrace_model::{Catalog, Params};
-use infertrace_schema::{CacheTier, Dataset, metrics as sample_metrics};
+use infertrace_query::{QueryOptions, Session};
+use infertrace_schema::{CacheTier, EngineSample, metrics as sample_metrics};
 use serde::Serialize;
 
 use infertrace_engine::format::figure as number;
 
+use crate::stream;
 use crate::summary::{count, render_table};
 
 /// Where the parameters come from.
@@ -146,14 +151,16 @@ fn tier_name(tier: CacheTier) -> (&'static str, bool) {
     }
 }
 
-/// Measures the model's parameters from datasets (taken together).
+/// Measures the model's parameters from datasets (taken together), by queries over them: the metrics, then walks
+/// over the requests (and the running-batch samples) in input order, then the LRU curve in arrival order. Memory
+/// does not grow with the rows.
 pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
-    let datasets = paths
-        .iter()
-        .map(|path| Dataset::open(path).with_context(|| format!("cannot read dataset {}", path.display())))
-        .collect::<Result<Vec<_>>>()?;
-    let metrics = crate::metrics::metrics(paths, &MetricsOptions::default())?.overall;
-    let rows: Vec<_> = datasets.iter().flat_map(read::requests).collect();
+    let query = QueryOptions::default();
+    let session = stream::open(paths, &query)?;
+    let metrics = session
+        .block_on(compute_over(session.datasets(), &MetricsOptions::default(), session.scratch()))
+        .map_err(|e| stream::engine_error(e, &query, "compute the metrics"))?
+        .overall;
     let mut out = Measured::default();
     let mut found: BTreeMap<String, Measurement> = BTreeMap::new();
     let mut put = |name: &str, value: f64, how: String| {
@@ -179,18 +186,25 @@ pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
     if let Some(s) = metrics.success_rate.filter(|s| *s > 0.0) {
         put("workload.success_rate", s, "ok over requests with a known outcome".to_owned());
     }
-    let answers: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| Some(f64::from(r.output_tokens?.saturating_sub(r.reasoning_tokens.unwrap_or(0)))))
-        .collect();
-    if !answers.is_empty() {
-        let mean = answers.iter().sum::<f64>() / answers.len() as f64;
-        put("workload.visible_tokens", mean, format!("mean output − reasoning tokens over {} requests", answers.len()));
+    // Means summed in input order, from −0.0 as `Iterator::sum` does.
+    let (mut answers, mut inputs, mut tpots) = (Mean::default(), Mean::default(), Mean::default());
+    walk_rows(&session, &query, &["output", "reasoning", "input", "tpot"], |row| {
+        if let Some(output) = row.count(0) {
+            answers.add(output.saturating_sub(row.count(1).unwrap_or(0)) as f64);
+        }
+        if let Some(input) = row.count(2) {
+            inputs.add(input as f64);
+        }
+        if let Some(tpot) = row.seconds(3) {
+            tpots.add(tpot);
+        }
+    })?;
+    if let Some(mean) = answers.mean() {
+        put("workload.visible_tokens", mean, format!("mean output − reasoning tokens over {} requests", answers.n));
     }
-    let inputs: Vec<f64> = rows.iter().filter_map(|r| r.input_tokens.map(f64::from)).collect();
-    let mean_input = (!inputs.is_empty()).then(|| inputs.iter().sum::<f64>() / inputs.len() as f64);
+    let mean_input = inputs.mean();
     if let Some(i) = mean_input {
-        put("workload.input_tokens", i, format!("mean input tokens over {} requests", inputs.len()));
+        put("workload.input_tokens", i, format!("mean input tokens over {} requests", inputs.n));
         if let Some(u) = reuse {
             put("workload.prefix_tokens", i * u, "mean input tokens × prefix reuse".to_owned());
         }
@@ -210,16 +224,17 @@ pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
     if !any_tier && let Some(h) = metrics.cache.total.hit_rate {
         put("tiers.hbm.hit_rate", h, "cached_tokens / input tokens (tier not recorded, taken as hbm)".to_owned());
     }
-    // Prefill time against uncached prompt tokens: prefill_s where recorded, else ttft_s.
-    let points: Vec<(f64, f64)> = rows
-        .iter()
-        .filter_map(|r| {
-            let uncached = f64::from(r.input_tokens?.saturating_sub(r.cached_tokens.unwrap_or(0)));
-            let y = r.prefill_s.or(r.ttft_s).filter(|y| y.is_finite() && *y >= 0.0)?;
-            Some((uncached, y))
+    // Prefill time against uncached prompt tokens: prefill_s where recorded, else ttft_s; the points are read
+    // again for each pass of the fit rather than held.
+    let fit = fit_quadratic_by(|f: &mut dyn FnMut(f64, f64)| {
+        walk_rows(&session, &query, &["input", "cached", "prefill", "ttft"], |row| {
+            let Some(input) = row.count(0) else { return };
+            let uncached = input.saturating_sub(row.count(1).unwrap_or(0)) as f64;
+            if let Some(y) = row.seconds(2).or(row.seconds(3)).filter(|y| *y >= 0.0) {
+                f(uncached, y);
+            }
         })
-        .collect();
-    let fit = fit_quadratic(&points);
+    })?;
     let prefix_tokens = mean_input.zip(reuse).map(|(i, u)| i * u);
     if let (Some(fit), Some(prefix)) = (fit, prefix_tokens) {
         let seconds = fit.at(prefix).max(0.0);
@@ -227,34 +242,114 @@ pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
     }
     out.prefill_fit = fit;
     // Decode instance-seconds per token: mean TPOT over the mean running batch, when the engine samples it.
-    let tpots: Vec<f64> = rows.iter().filter_map(|r| r.tpot_s.filter(|t| t.is_finite())).collect();
-    if !tpots.is_empty() {
-        let tpot = tpots.iter().sum::<f64>() / tpots.len() as f64;
-        let running: Vec<f64> = datasets
-            .iter()
-            .flat_map(|d| read::samples_of(d, &[sample_metrics::REQUESTS_RUNNING]))
-            .map(|s| s.value)
-            .filter(|v| *v > 0.0)
-            .collect();
-        if running.is_empty() {
-            put(
+    if let Some(tpot) = tpots.mean() {
+        let running = running_batch(&session, &query)?;
+        match running.mean() {
+            None => put(
                 "decode.s_per_token",
                 tpot,
-                format!("mean TPOT over {} requests (no running-batch samples: batch 1, an upper bound)", tpots.len()),
-            );
-        } else {
-            let batch = running.iter().sum::<f64>() / running.len() as f64;
-            put("decode.s_per_token", tpot / batch, format!("mean TPOT / mean running batch {batch:.1}"));
+                format!("mean TPOT over {} requests (no running-batch samples: batch 1, an upper bound)", tpots.n),
+            ),
+            Some(batch) => {
+                put("decode.s_per_token", tpot / batch, format!("mean TPOT / mean running batch {batch:.1}"));
+            }
         }
     }
     out.params = found;
-    out.hit_curve = hit_curve(&rows).unwrap_or_default();
+    let curve = crate::cache::curve(&session, infertrace_cache::Sampling::Auto, &query)?;
+    out.hit_curve = hit_curve(&curve).unwrap_or_default();
     Ok(out)
 }
 
-/// The LRU hit-ratio curve of `rows` at the default capacities of `infertrace mrc`; `None` without hashes.
-fn hit_curve(rows: &[infertrace_schema::RequestRow]) -> Option<Vec<[f64; 2]>> {
-    let curve = infertrace_cache::mrc(rows, infertrace_cache::Sampling::Auto).ok()?;
+/// A mean summed in order.
+#[derive(Debug)]
+struct Mean {
+    n: u64,
+    sum: f64,
+}
+
+impl Default for Mean {
+    fn default() -> Self {
+        Self { n: 0, sum: -0.0 }
+    }
+}
+
+impl Mean {
+    fn add(&mut self, value: f64) {
+        self.n += 1;
+        self.sum += value;
+    }
+
+    fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
+    }
+}
+
+/// One derived row of [`walk_rows`]: its columns by position.
+struct RowView<'a> {
+    columns: &'a [ArrayRef],
+    at: usize,
+}
+
+impl RowView<'_> {
+    /// A count column (`BIGINT`), when not null.
+    fn count(&self, c: usize) -> Option<u64> {
+        let column = self.columns[c].as_primitive::<Int64Type>();
+        column.is_valid(self.at).then(|| column.value(self.at).max(0) as u64)
+    }
+
+    /// A duration column (finite seconds), when not null.
+    fn seconds(&self, c: usize) -> Option<f64> {
+        let column = self.columns[c].as_primitive::<Float64Type>();
+        column.is_valid(self.at).then(|| column.value(self.at))
+    }
+}
+
+/// Every request's derived `columns` (see [`rows_in_input_order`]), in input order, to `each`.
+fn walk_rows(
+    session: &Session,
+    query: &QueryOptions,
+    columns: &[&str],
+    mut each: impl FnMut(&RowView<'_>),
+) -> Result<()> {
+    let what = "read the requests";
+    let frame = session
+        .block_on(rows_in_input_order(session.datasets(), columns))
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    stream::for_each_batch(session, frame, query, what, |batch| {
+        for at in 0..batch.num_rows() {
+            each(&RowView { columns: batch.columns(), at });
+        }
+        Ok(())
+    })
+}
+
+/// The `requests_running` samples above 0 (finite, with a time), in input order.
+fn running_batch(session: &Session, query: &QueryOptions) -> Result<Mean> {
+    use infertrace_schema::sample;
+    let what = "read the running-batch samples";
+    let name = "infertrace_model_samples";
+    session
+        .datasets()
+        .register_ordered::<EngineSample>(name, &[sample::METRIC, sample::TIME, sample::VALUE])
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    let frame = session
+        .block_on(session.datasets().sql(&format!(
+            "SELECT value FROM {name} WHERE metric = '{}' AND time IS NOT NULL AND value > 0 \
+             AND value < CAST('inf' AS DOUBLE) ORDER BY ordinal",
+            sample_metrics::REQUESTS_RUNNING
+        )))
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    let mut running = Mean::default();
+    stream::for_each_batch(session, frame, query, what, |batch| {
+        batch.column(0).as_primitive::<Float64Type>().values().iter().for_each(|&v| running.add(v));
+        Ok(())
+    })?;
+    Ok(running)
+}
+
+/// The LRU hit-ratio curve at the default capacities of `infertrace mrc`; `None` without hashes.
+fn hit_curve(curve: &Mrc) -> Option<Vec<[f64; 2]>> {
     let report = curve.report(&curve.default_capacities());
     let points: Vec<[f64; 2]> =
         report.points.iter().filter_map(|p| Some([p.capacity_tokens as f64, p.hit_ratio?])).collect();

@@ -4,13 +4,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
-use infertrace_engine::read::{self, Sample};
-use infertrace_engine::{MetricsOptions, Slo};
+use infertrace_engine::series::series_over;
+use infertrace_engine::{MetricsOptions, Slo, compute_over};
 use infertrace_query::QueryOptions;
-use infertrace_report::{ReportInput, render};
-use infertrace_schema::RequestRow;
+use infertrace_report::{ReportInput, render, series_options};
 
-use crate::metrics::{metrics_with, open_datasets};
+use crate::stream;
 
 /// What `infertrace report` reads and writes.
 #[derive(Debug, Clone)]
@@ -25,27 +24,25 @@ pub struct ReportOptions {
     pub title: Option<String>,
     /// Cost profile, for the cost section.
     pub cost: Option<infertrace_engine::CostProfile>,
+    /// How the query engine uses the machine.
+    pub query: QueryOptions,
 }
 
-/// The report of `datasets` as HTML (what [`report`] writes).
-pub fn report_html(
-    datasets: &[PathBuf],
-    slo: &Slo,
-    title: Option<&str>,
-    cost: Option<&infertrace_engine::CostProfile>,
-) -> Result<String> {
-    let options = MetricsOptions { slo: slo.clone(), by: None, cost: cost.cloned() };
-    let metrics = metrics_with(datasets, &options, &QueryOptions::default())?;
-    let opened = open_datasets(datasets)?;
-    let requests: Vec<RequestRow> = opened.iter().flat_map(read::requests).collect();
-    let samples: Vec<Sample> = opened.iter().flat_map(read::samples).collect();
+/// The report of `options.datasets` as HTML (what [`report`] writes).
+pub fn report_html(options: &ReportOptions) -> Result<String> {
+    let (datasets, title, query) = (&options.datasets, options.title.as_deref(), &options.query);
+    let metrics_options = MetricsOptions { slo: options.slo.clone(), by: None, cost: options.cost.clone() };
+    // The metrics and the charts' points are queries over one session: nothing holds the rows.
+    let session = stream::open(datasets, query)?;
+    let (metrics, series) = session
+        .block_on(async {
+            let metrics = compute_over(session.datasets(), &metrics_options, session.scratch()).await?;
+            let series = series_over(session.datasets(), &series_options()).await?;
+            Ok((metrics, series))
+        })
+        .map_err(|e| stream::engine_error(e, query, "compute the report"))?;
     let default_title = datasets.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-    let input = ReportInput {
-        title: title.unwrap_or(&default_title),
-        requests: &requests,
-        samples: &samples,
-        metrics: &metrics,
-    };
+    let input = ReportInput { title: title.unwrap_or(&default_title), series: &series, metrics: &metrics };
     Ok(render(&input))
 }
 
@@ -56,7 +53,7 @@ pub fn report(options: &ReportOptions) -> Result<()> {
     if output.is_dir() {
         bail!("cannot write report {}: it is a directory", output.display());
     }
-    let html = report_html(&options.datasets, &options.slo, options.title.as_deref(), options.cost.as_ref())?;
+    let html = report_html(options)?;
     let temp = sibling(output);
     fs::write(&temp, html).with_context(|| format!("cannot write report {}", output.display()))?;
     fs::rename(&temp, output).map_err(|e| {

@@ -14,7 +14,7 @@ use arrow::array::RecordBatch;
 use arrow::util::pretty::pretty_format_batches;
 use futures::StreamExt as _;
 use infertrace_query::datafusion::execution::SendableRecordBatchStream;
-use infertrace_query::{Datasets, QueryOptions};
+use infertrace_query::{QueryOptions, Session};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -54,10 +54,10 @@ pub fn sql(options: &SqlOptions, out: &mut dyn Write) -> Result<()> {
     if options.format == SqlFormat::Parquet && options.output.is_none() {
         bail!("--format parquet needs -o FILE");
     }
-    let runtime = runtime(&options.query_options)?;
-    runtime.block_on(async {
-        let datasets = Datasets::open(&options.datasets, &options.query_options).await?;
-        let stream = datasets
+    let session = Session::open(&options.datasets, &options.query_options)?;
+    session.block_on(async {
+        let stream = session
+            .datasets()
             .sql(&options.query)
             .await
             .context("invalid query")?
@@ -69,15 +69,6 @@ pub fn sql(options: &SqlOptions, out: &mut dyn Write) -> Result<()> {
             None => write(stream, options, out).await,
         }
     })
-}
-
-/// The runtime DataFusion's streams run on, with as many threads as the session's partitions.
-pub fn runtime(options: &QueryOptions) -> Result<tokio::runtime::Runtime> {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if options.threads > 0 {
-        builder.worker_threads(options.threads);
-    }
-    builder.build().context("cannot start the query engine's threads")
 }
 
 /// Writes the result to `path` through a hidden sibling, renamed into place once complete: a failed query leaves

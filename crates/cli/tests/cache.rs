@@ -190,6 +190,32 @@ fn the_commands_print_write_and_refuse() {
     assert_eq!(record.hit_tokens, sim.hit_tokens);
     assert_eq!(written.manifest.inputs, Dataset::open(Path::new(dataset)).unwrap().manifest.inputs);
 
+    // The requests are sorted by arrival through the query engine: one thread and a 16 MiB budget give the same
+    // figures and the same bytes; a budget below what a sort needs is a one-line error naming the option.
+    let small = dir.path().join("small");
+    let run = infertrace(&[
+        "cache-sim",
+        dataset,
+        "--tier",
+        "cpu=3M",
+        "--tier",
+        "gpu=500k",
+        "--json",
+        "-o",
+        small.to_str().unwrap(),
+        "--threads",
+        "1",
+        "--memory-limit",
+        "16M",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(text(&run.stdout), serde_json::to_string_pretty(&sim).unwrap() + "\n");
+    let bytes = |d: &Path| std::fs::read(d.join("requests.parquet")).unwrap();
+    assert!(bytes(&small) == bytes(&output), "requests.parquet differs with one thread and 16 MiB");
+    let run = infertrace(&["cache-sim", dataset, "--tier", "gpu=1M", "--memory-limit", "1M"]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(text(&run.stderr).contains("--memory-limit (1 MiB)"), "{}", text(&run.stderr));
+
     // Writing again needs --force.
     let again = infertrace(&["cache-sim", dataset, "--tier", "gpu=1M", "-o", output_arg]);
     assert_eq!(again.status.code(), Some(2));

@@ -89,6 +89,7 @@ pub mod format;
 pub mod merge;
 mod query;
 pub mod read;
+pub mod series;
 pub mod slo;
 pub mod stats;
 pub mod workload;
@@ -100,7 +101,7 @@ pub use compute::{
 };
 pub use cost::{Cost, CostError, CostProfile};
 pub use merge::{MergeError, MergeOptions, Merged, merge};
-pub use query::{compute_dirs, compute_over};
+pub use query::{compute_dirs, compute_over, rows_in_input_order};
 pub use slo::{Latency, Slo, SloError};
 pub use stats::{Distribution, SampleSummary};
 

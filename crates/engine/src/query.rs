@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray as _, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{DataFrame, SessionContext};
 use futures::StreamExt as _;
-use infertrace_query::{Datasets, QueryError, QueryOptions, datafusion};
+use infertrace_query::{Datasets, QueryError, QueryOptions, Session, datafusion};
 use infertrace_schema::{
     CacheTier, EngineSample, RequestRow, Status, Table as _, WorkloadClass, metrics as sample_metrics, request,
 };
@@ -42,8 +42,8 @@ use crate::workload::{ClassCount, HIGH_REUSE, LONG_PROMPT_TOKENS};
 /// Tables and views this module registers; prefixed so as not to meet a user's names.
 const RAW: &str = "infertrace_raw";
 const HASHES: &str = "infertrace_hashes";
-const SAMPLES: &str = "infertrace_samples";
-const ROWS: &str = "infertrace_rows";
+pub(crate) const SAMPLES: &str = "infertrace_samples";
+pub(crate) const ROWS: &str = "infertrace_rows";
 const ROWS_ORDERED: &str = "infertrace_rows_ordered";
 const REUSE: &str = "infertrace_reuse";
 const CLASSES: &str = "infertrace_classes";
@@ -52,24 +52,21 @@ const BLOCKS: &str = "infertrace_blocks";
 const BLOCKS_ORDERED: &str = "infertrace_blocks_ordered";
 const BLOCKS_CLASSED: &str = "infertrace_blocks_classed";
 
-/// [`compute_over`] for a caller without an async runtime: opens the datasets at `dirs` and computes on a runtime
-/// of its own (with `query.threads` threads), its scratch files in a temporary directory under `query.spill_dir`
-/// (the system's by default), removed on return.
+/// The columns of the samples the figures read.
+pub(crate) const SAMPLE_COLUMNS: &[&str] = &[
+    infertrace_schema::sample::SOURCE,
+    infertrace_schema::sample::INSTANCE,
+    infertrace_schema::sample::METRIC,
+    infertrace_schema::sample::TIME,
+    infertrace_schema::sample::VALUE,
+];
+
+/// [`compute_over`] for a caller without an async runtime: opens the datasets at `dirs` in a [`Session`] and computes
+/// on its runtime (with `query.threads` threads), its scratch files in the session's scratch directory (under
+/// `query.spill_dir`, the system's temporary directory by default), removed on return.
 pub fn compute_dirs(dirs: &[PathBuf], options: &MetricsOptions, query: &QueryOptions) -> Result<Metrics, QueryError> {
-    let io = |e: std::io::Error| QueryError::from(datafusion::error::DataFusionError::IoError(e));
-    let scratch = match &query.spill_dir {
-        Some(dir) => tempfile::TempDir::with_prefix_in(".infertrace-metrics", dir),
-        None => tempfile::TempDir::with_prefix(".infertrace-metrics"),
-    }
-    .map_err(io)?;
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if query.threads > 0 {
-        runtime.worker_threads(query.threads);
-    }
-    runtime.build().map_err(io)?.block_on(async {
-        let datasets = Datasets::open(dirs, query).await?;
-        compute_over(&datasets, options, scratch.path()).await
-    })
+    let session = Session::open(dirs, query)?;
+    session.block_on(compute_over(session.datasets(), options, session.scratch()))
 }
 
 /// Computes every figure over the rows of all `datasets` taken together.
@@ -88,16 +85,7 @@ pub async fn compute_over(
     let hash_columns = [request::ARRIVAL_TIME, request::BLOCK_SIZE, request::PREFIX_HASHES];
     datasets.register_ordered::<RequestRow>(HASHES, &[KEY_COLUMNS, &hash_columns].concat())?;
     datasets.register_ordered::<RequestRow>(RAW, &[KEY_COLUMNS, RAW_COLUMNS].concat())?;
-    datasets.register_ordered::<EngineSample>(
-        SAMPLES,
-        &[
-            infertrace_schema::sample::SOURCE,
-            infertrace_schema::sample::INSTANCE,
-            infertrace_schema::sample::METRIC,
-            infertrace_schema::sample::TIME,
-            infertrace_schema::sample::VALUE,
-        ],
-    )?;
+    datasets.register_ordered::<EngineSample>(SAMPLES, SAMPLE_COLUMNS)?;
     // Queries that do not depend on the order of ties read the tables in parallel, with only their columns; the
     // others read them in input order, numbered.
     run(context, &format!("CREATE OR REPLACE VIEW {ROWS} AS {}", rows_sql(RequestRow::NAME, false))).await?;
@@ -135,6 +123,17 @@ pub async fn compute_over(
         overall,
         groups,
     })
+}
+
+/// The derived rows of every request in input order (datasets as given, files in path order), as the figures read
+/// them: durations filled from their instants where null and kept only when finite (`queue`, `prefill`, `ttft`,
+/// `tpot`, `decode`, `e2e`, `kv_transfer`, in seconds), counts as `BIGINT` (`input`, `cached`, `cached_gpu`, …,
+/// `output`, `reasoning`), `a` the arrival in nanoseconds, with `columns` only. It registers the same tables and
+/// views as [`compute_over`].
+pub async fn rows_in_input_order(datasets: &Datasets, columns: &[&str]) -> Result<DataFrame, QueryError> {
+    datasets.register_ordered::<RequestRow>(RAW, &[KEY_COLUMNS, RAW_COLUMNS].concat())?;
+    run(datasets.context(), &format!("CREATE OR REPLACE VIEW {ROWS_ORDERED} AS {}", rows_sql(RAW, true))).await?;
+    datasets.sql(&format!("SELECT {} FROM {ROWS_ORDERED} ORDER BY ordinal", columns.join(", "))).await
 }
 
 /// The columns of `requests` that rows are grouped and classified by.
@@ -178,7 +177,7 @@ const RAW_COLUMNS: &[&str] = &[
 /// The derived rows: durations filled from instants where null (as `normalize` does,
 /// [`RequestRow::fill_durations`]) and kept only when finite, text columns as plain strings, an unknown status
 /// text as `unknown`, counts as `BIGINT`, and each row's in-flight span end and earliest and latest instants.
-fn rows_sql(table: &str, ordered: bool) -> String {
+pub(crate) fn rows_sql(table: &str, ordered: bool) -> String {
     let finite = |x: &str| format!("CASE WHEN abs({x}) < CAST('inf' AS DOUBLE) THEN {x} END");
     // A stored duration is kept (when finite); a null one is the span, when not negative.
     let filled = |stored: &str, span: &str| {
@@ -687,7 +686,7 @@ fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
 /// What is kept of the values of one key read in ascending order: their count, sum, largest, and the values at
 /// the ranks of some quantiles.
 #[derive(Debug)]
-struct Ranked {
+pub(crate) struct Ranked {
     count: u64,
     seen: usize,
     /// Σ in ascending order, from −0.0 as [`Iterator::sum`] does: the mean is the in-memory one to the bit.
@@ -736,7 +735,7 @@ impl Ranked {
     }
 
     /// The quantiles, in the order asked; `None` without values.
-    fn quantiles(&self) -> Vec<Option<f64>> {
+    pub(crate) fn quantiles(&self) -> Vec<Option<f64>> {
         self.ranks.iter().map(|r| Some(r.at_lower? + r.fraction * (r.at_upper? - r.at_lower?))).collect()
     }
 
@@ -760,7 +759,7 @@ impl Ranked {
 
 /// For each key of `source` (a query of columns `k0`, `k1`, … and `v`), the values `v` that are not null, ranked:
 /// first counted per key (unless `counted` says), then read in ascending order off a sort that spills.
-async fn distributions(
+pub(crate) async fn distributions(
     context: &SessionContext,
     source: &str,
     keys: usize,
@@ -1006,18 +1005,18 @@ async fn engine(
 }
 
 /// Runs a statement whose result is not wanted (a `SET`, a `CREATE VIEW`).
-async fn run(context: &SessionContext, sql: &str) -> Result<(), QueryError> {
+pub(crate) async fn run(context: &SessionContext, sql: &str) -> Result<(), QueryError> {
     context.sql(sql).await?.collect().await?;
     Ok(())
 }
 
 /// The result of a query expected to be small (one row per group).
-async fn collect(context: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>, QueryError> {
+pub(crate) async fn collect(context: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>, QueryError> {
     Ok(context.sql(sql).await?.collect().await?)
 }
 
 /// The one number a `SELECT count(*)` gives.
-async fn single_count(context: &SessionContext, sql: &str) -> Result<u64, QueryError> {
+pub(crate) async fn single_count(context: &SessionContext, sql: &str) -> Result<u64, QueryError> {
     let batches = collect(context, sql).await?;
     let batch = batches.iter().find(|b| b.num_rows() > 0);
     Ok(batch.map_or(Ok(0), |b| {

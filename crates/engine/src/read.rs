@@ -1,27 +1,9 @@
-//! Rows of a dataset's Arrow batches, as the metrics (and the report) need them.
+//! Rows of a dataset's `requests` batch, as the serving replay reads them (until it reads them as a stream).
 
 use arrow::array::{Array, ArrayRef, AsArray as _, RecordBatch};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
-use infertrace_schema::{Dataset, RequestRow, metrics, request, sample};
-
-/// One engine sample of a metric the engine summarises ([`SAMPLE_METRICS`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
-    /// When the value was observed (UTC nanoseconds).
-    pub time: i64,
-    /// Format id of the adapter that produced it.
-    pub source: String,
-    /// Engine instance, when known.
-    pub instance: Option<String>,
-    /// One of [`SAMPLE_METRICS`].
-    pub metric: &'static str,
-    /// The value (finite).
-    pub value: f64,
-}
-
-/// Sample metrics the engine reads: KV-cache usage and queue depth.
-pub const SAMPLE_METRICS: &[&str] = &[metrics::KV_CACHE_USAGE, metrics::REQUESTS_WAITING];
+use infertrace_schema::{Dataset, RequestRow, request};
 
 /// The request rows of `dataset`, with the columns the metrics read, and durations still null filled from
 /// their instants (as `normalize` does; a dataset written by another tool may not have them filled).
@@ -117,39 +99,6 @@ pub fn requests(dataset: &Dataset) -> Vec<RequestRow> {
             // Negative spans stay null, as in `normalize`; nothing to report here.
             let _ = row.fill_durations();
             row
-        })
-        .collect()
-}
-
-/// The samples of `dataset` whose metric is one of [`SAMPLE_METRICS`] and whose value is finite, in table order.
-pub fn samples(dataset: &Dataset) -> Vec<Sample> {
-    samples_of(dataset, SAMPLE_METRICS)
-}
-
-/// The samples of `dataset` whose metric is one of `wanted` and whose value is finite, in table order.
-pub fn samples_of(dataset: &Dataset, wanted: &[&'static str]) -> Vec<Sample> {
-    let batch = &dataset.samples;
-    let (source, instance, metric) =
-        (strings(batch, sample::SOURCE), strings(batch, sample::INSTANCE), strings(batch, sample::METRIC));
-    let Some(values) = column(batch, sample::VALUE).map(|c| c.as_primitive::<Float64Type>().clone()) else {
-        return Vec::new();
-    };
-    let Some(times) = column(batch, sample::TIME).map(|c| c.as_primitive::<TimestampNanosecondType>().clone()) else {
-        return Vec::new();
-    };
-    (0..batch.num_rows())
-        .filter_map(|i| {
-            let name = metric.get(i)?.as_deref()?;
-            let metric = wanted.iter().copied().find(|m| *m == name)?;
-            let value = values.is_valid(i).then(|| values.value(i)).filter(|v| v.is_finite())?;
-            let time = times.is_valid(i).then(|| times.value(i))?;
-            Some(Sample {
-                time,
-                source: source.get(i).cloned().flatten().unwrap_or_default(),
-                instance: instance.get(i).cloned().flatten(),
-                metric,
-                value,
-            })
         })
         .collect()
 }

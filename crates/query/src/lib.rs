@@ -10,7 +10,9 @@
 //! columns a query uses, streams record batches, and spills sorts and aggregations to disk past the memory budget
 //! of [`QueryOptions`]. This crate only says where the tables are. [`Datasets::scan`] is the stream of one table's
 //! batches with a projection, for work a query engine cannot express (a simulation that walks requests in order);
-//! [`Datasets::sql`] runs a user's query.
+//! [`Datasets::sql`] runs a user's query. [`Datasets::requests_by_arrival`] is the order every replay walks in.
+//! A caller that is not async opens a [`Session`], which runs the queries on a runtime of its own and hands out
+//! their results as iterators of batches.
 //!
 //! A table partitioned by `source` or `instance` does not store that column in its files (Hive layout): each part's
 //! value, read from its directory name by [`infertrace_schema::table_files`], is put back as a constant column. Rows
@@ -22,6 +24,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::catalog::empty::EmptyTable;
@@ -179,8 +182,109 @@ impl Datasets {
         let schema = Arc::new(Schema::new(fields));
         let files = self.files.get(T::NAME).cloned().unwrap_or_default();
         let partition = Arc::new(ordered::Ordered { schema: schema.clone(), files });
-        self.context.register_table(name, Arc::new(StreamingTable::try_new(schema, vec![partition])?))?;
+        // Declared sorted by the ordinal, so that `ORDER BY ordinal` costs nothing.
+        let table =
+            StreamingTable::try_new(schema, vec![partition])?.with_sort_order(vec![col(ORDINAL).sort(true, false)]);
+        // Registering a name again replaces the table.
+        self.context.deregister_table(name)?;
+        self.context.register_table(name, Arc::new(table))?;
         Ok(())
+    }
+
+    /// The request rows in replay order: by `arrival_time`, rows without one last, ties in input order; with
+    /// `columns` and [`ORDINAL`] (see [`register_ordered`](Self::register_ordered)). The sort spills past the
+    /// session's memory budget. It registers the table `infertrace_by_arrival`.
+    pub async fn requests_by_arrival(&self, columns: &[&str]) -> Result<DataFrame, QueryError> {
+        let mut read: Vec<&str> = columns.to_vec();
+        if !read.contains(&ARRIVAL_TIME) {
+            read.push(ARRIVAL_TIME);
+        }
+        self.register_ordered::<RequestRow>(BY_ARRIVAL, &read)?;
+        let selected = columns.iter().map(|c| format!("\"{c}\", ")).collect::<String>();
+        self.sql(&format!(
+            "SELECT {selected}{ORDINAL} FROM {BY_ARRIVAL} ORDER BY {ARRIVAL_TIME} ASC NULLS LAST, {ORDINAL}"
+        ))
+        .await
+    }
+}
+
+const BY_ARRIVAL: &str = "infertrace_by_arrival";
+const ARRIVAL_TIME: &str = infertrace_schema::request::ARRIVAL_TIME;
+
+/// [`Datasets`] with a runtime of their own, for a caller that is not async: it runs the session's futures, hands
+/// out query results as plain iterators of batches, and keeps a scratch directory.
+pub struct Session {
+    runtime: tokio::runtime::Runtime,
+    datasets: Datasets,
+    scratch: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("datasets", &self.datasets).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Opens the datasets at `dirs` (see [`Datasets::open`]) on a runtime of `options.threads` threads (one per
+    /// core when 0).
+    pub fn open(dirs: &[PathBuf], options: &QueryOptions) -> Result<Self, QueryError> {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        if options.threads > 0 {
+            builder.worker_threads(options.threads);
+        }
+        let io = |e| QueryError::from(DataFusionError::IoError(e));
+        let runtime = builder.build().map_err(io)?;
+        let datasets = runtime.block_on(Datasets::open(dirs, options))?;
+        let scratch = match &options.spill_dir {
+            Some(dir) => tempfile::TempDir::with_prefix_in(".infertrace-scratch", dir),
+            None => tempfile::TempDir::with_prefix(".infertrace-scratch"),
+        }
+        .map_err(io)?;
+        Ok(Self { runtime, datasets, scratch })
+    }
+
+    /// A directory for the session's own intermediate files, under the spill directory (the system's temporary
+    /// directory by default); removed with the session.
+    pub fn scratch(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    /// The datasets.
+    pub fn datasets(&self) -> &Datasets {
+        &self.datasets
+    }
+
+    /// Runs `future` to its end on the session's runtime.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    /// Runs `frame` and returns its batches as they come: memory holds a few batches, not the result.
+    pub fn batches(&self, frame: DataFrame) -> Result<Batches<'_>, QueryError> {
+        let stream = self.block_on(frame.execute_stream())?;
+        Ok(Batches { runtime: &self.runtime, stream })
+    }
+}
+
+/// The batches of a query run by a [`Session`], in the order the query gives them.
+pub struct Batches<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    stream: SendableRecordBatchStream,
+}
+
+impl std::fmt::Debug for Batches<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batches").field("schema", &self.stream.schema()).finish_non_exhaustive()
+    }
+}
+
+impl Iterator for Batches<'_> {
+    type Item = Result<RecordBatch, QueryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use futures::StreamExt as _;
+        self.runtime.block_on(self.stream.next()).map(|batch| batch.map_err(QueryError::from))
     }
 }
 

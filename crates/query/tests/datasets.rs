@@ -9,7 +9,7 @@ use datafusion::arrow::datatypes::{DataType, UInt64Type};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::physical_plan::displayable;
 use futures::StreamExt as _;
-use infertrace_query::{Datasets, QueryOptions};
+use infertrace_query::{Datasets, QueryOptions, Session};
 use infertrace_schema::{
     Assumptions, CacheEvent, CacheEventKind, CacheTier, DatasetWriter, EngineSample, Manifest, PartitionKey, Producer,
     RequestRow, SCHEMA_VERSION, Status,
@@ -281,4 +281,47 @@ fn ordered_tables_number_rows_in_input_order() {
     let reversed = ordered(dirs.into_iter().rev().collect());
     assert_eq!(reversed[0], row(0, "b-0", Some("DP0 TP0")));
     assert_eq!(reversed[3], row(3, "a-0", Some("DP0 TP0")));
+}
+
+#[test]
+fn a_session_walks_requests_in_replay_order_without_sorting_by_ordinal() {
+    let (root, mut dirs) = two_datasets();
+    // A third dataset whose first request has no arrival: it goes last, whatever its place in input order.
+    let late = root.path().join("late");
+    let mut writer = DatasetWriter::create(&late, false).unwrap();
+    for (id, arrival) in [("c-0", None), ("c-1", Some(2_000_000_000))] {
+        writer
+            .push_request(&RequestRow {
+                request_id: id.into(),
+                source: "vllm-log".into(),
+                arrival_time: arrival,
+                ..RequestRow::default()
+            })
+            .unwrap();
+    }
+    writer.finish(manifest()).unwrap();
+    dirs.push(late);
+    let session = Session::open(&dirs, &QueryOptions { threads: 2, ..QueryOptions::default() }).unwrap();
+    let frame = session.block_on(session.datasets().requests_by_arrival(&["request_id"])).unwrap();
+    let mut walked = Vec::new();
+    for batch in session.batches(frame).unwrap() {
+        let batch = batch.unwrap();
+        let (ids, ordinals) = (batch.column(0).as_string::<i32>(), batch.column(1).as_primitive::<UInt64Type>());
+        walked.extend((0..batch.num_rows()).map(|i| (ids.value(i).to_owned(), ordinals.value(i))));
+    }
+    // Input order: a-0 a-1 a-2 (1, 2, 3 s), then b-0 b-2 b-1 (the partition directories in path order: 1, 3, 2 s),
+    // then c-0 (none) c-1 (2 s). By arrival, ties in input order, no arrival last.
+    let expected = [("a-0", 0), ("b-0", 3), ("a-1", 1), ("b-1", 5), ("c-1", 7), ("a-2", 2), ("b-2", 4), ("c-0", 6)];
+    assert_eq!(walked, expected.map(|(id, n)| (id.to_owned(), n)));
+
+    // An ordered table is declared sorted by its ordinal: asking for that order adds no sort to the plan.
+    let plan = session
+        .block_on(async {
+            session.datasets().register_ordered::<RequestRow>("ordered", &["request_id"]).unwrap();
+            session.datasets().sql("SELECT * FROM ordered ORDER BY ordinal").await.unwrap().create_physical_plan().await
+        })
+        .unwrap();
+    let plan = displayable(plan.as_ref()).indent(false).to_string();
+    assert!(!plan.contains("SortExec"), "{plan}");
+    assert!(session.scratch().is_dir());
 }

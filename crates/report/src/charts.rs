@@ -1,12 +1,9 @@
 //! The report's charts, each built from rows, samples or metrics into one `<svg>` (or a "no data" panel).
 
-use std::collections::BTreeMap;
-
 use infertrace_engine::format::{count, percent, seconds, significant};
-use infertrace_engine::read::Sample;
-use infertrace_engine::stats::quantile;
-use infertrace_engine::{Distribution, GroupMetrics, HitRate, Latency, NULL_GROUP};
-use infertrace_schema::{CacheTier, RequestRow};
+use infertrace_engine::series::{self, Cdf, SampleSeries, SeriesOptions};
+use infertrace_engine::{Distribution, GroupMetrics, HitRate, Latency};
+use infertrace_schema::CacheTier;
 
 use crate::svg::{Axis, Chart, Series, no_data, steps, truncate};
 
@@ -35,6 +32,20 @@ pub(crate) const MAX_INSTANCES: usize = 8;
 /// The durations that get a CDF, with their colours.
 pub(crate) const CDFS: [(Latency, &str); 4] =
     [(Latency::Ttft, BLUE), (Latency::Tpot, ORANGE), (Latency::E2e, GREEN), (Latency::Queue, PURPLE)];
+/// The durations drawn over time, with their colours.
+pub(crate) const OVER_TIME: [(Latency, &str); 2] = [(Latency::Ttft, BLUE), (Latency::E2e, GREEN)];
+
+/// What the engine computes for these charts.
+pub(crate) fn series_options() -> SeriesOptions {
+    SeriesOptions {
+        cdfs: CDFS.iter().map(|c| c.0).collect(),
+        cdf_points: CDF_POINTS,
+        over_time: OVER_TIME.iter().map(|c| c.0).collect(),
+        time_bins: TIME_BINS,
+        sample_points: SAMPLE_POINTS,
+        max_instances: MAX_INSTANCES,
+    }
+}
 
 /// The display name of a duration: `TTFT`, `TPOT`, `E2E`, `queue`.
 fn name(latency: Latency) -> &'static str {
@@ -49,20 +60,6 @@ fn name(latency: Latency) -> &'static str {
     }
 }
 
-/// The value of `which` in `row`, when present and finite (as the engine reads it).
-pub(crate) fn latency(row: &RequestRow, which: Latency) -> Option<f64> {
-    let value = match which {
-        Latency::Ttft => row.ttft_s,
-        Latency::Tpot => row.tpot_s,
-        Latency::E2e => row.e2e_s,
-        Latency::Queue => row.queue_s,
-        Latency::Prefill => row.prefill_s,
-        Latency::Decode => row.decode_s,
-        Latency::KvTransfer => row.kv_transfer_s,
-    };
-    value.filter(|v| v.is_finite())
-}
-
 /// A unit for durations up to `max` seconds: (seconds per unit, name).
 pub(crate) fn duration_unit(max: f64) -> (f64, &'static str) {
     if max >= 1.0 {
@@ -74,38 +71,20 @@ pub(crate) fn duration_unit(max: f64) -> (f64, &'static str) {
     }
 }
 
-/// The ranks drawn of `n` sorted values: all of them up to `max`, else `max` ranks evenly spaced from the first
-/// to the last, `round(i (n − 1) / (max − 1))`.
-pub(crate) fn cdf_ranks(n: usize, max: usize) -> Vec<usize> {
-    if n <= max || max < 2 {
-        return (0..n).collect();
-    }
-    let (last, intervals) = (n as u128 - 1, max as u128 - 1);
-    (0..max as u128).map(|i| ((2 * i * last + intervals) / (2 * intervals)) as usize).collect()
-}
-
-/// The empirical CDF of one duration: a step line through (value at rank r, (r + 1) / n) at the ranks of
-/// [`cdf_ranks`], with the p50 and p99 of `distribution` marked.
-pub(crate) fn cdf(
-    requests: &[RequestRow],
-    which: Latency,
-    colour: &'static str,
-    distribution: &Distribution,
-) -> String {
+/// The empirical CDF of one duration: a step line through (value at rank r, (r + 1) / n) at the ranks the engine
+/// read ([`series::cdf_ranks`]), with the p50 and p99 of `distribution` marked.
+pub(crate) fn cdf(cdf: &Cdf, which: Latency, colour: &'static str, distribution: &Distribution) -> String {
     let title = format!("{} CDF", name(which));
-    let mut values: Vec<f64> = requests.iter().filter_map(|r| latency(r, which)).collect();
-    if values.is_empty() {
+    let (Some(&(_, min)), Some(&(_, max))) = (cdf.points.first(), cdf.points.last()) else {
         return no_data(&title, &format!("no request has {}", which.column()));
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    let (min, max) = (values[0], values[n - 1]);
+    };
+    let n = cdf.count as f64;
     let (unit, unit_name) = duration_unit(max.abs().max(min.abs()));
-    let mut points = vec![(values[0] / unit, 0.0)];
-    points.extend(cdf_ranks(n, CDF_POINTS).into_iter().map(|r| (values[r] / unit, (r + 1) as f64 / n as f64 * 100.0)));
+    let mut points = vec![(min / unit, 0.0)];
+    points.extend(cdf.points.iter().map(|&(r, value)| (value / unit, (r + 1) as f64 / n * 100.0)));
     let x = Axis::numeric(min.min(0.0) / unit, max / unit, 6, &format!("{} ({unit_name})", which.column()));
     let y = Axis::numeric(0.0, 100.0, 5, "requests ≤ x (%)");
-    let note = format!("{} requests; dashed: p50 and p99", count(n as u64));
+    let note = format!("{} requests; dashed: p50 and p99", count(cdf.count));
     let mut chart = Chart::new(&title, Some(note), x, y, vec![Series::new(which.column(), colour)]);
     chart.line(&steps(&points), colour, false);
     for (row, (label, value)) in [("p50", distribution.p50), ("p99", distribution.p99)].into_iter().enumerate() {
@@ -129,19 +108,9 @@ pub(crate) struct Timeline {
 }
 
 impl Timeline {
-    /// The timeline of the arrivals of `requests`; `None` when no row has one.
-    pub(crate) fn of_arrivals(requests: &[RequestRow]) -> Option<Self> {
-        Self::over(requests.iter().filter_map(|r| r.arrival_time), "arrival")
-    }
-
-    /// The timeline of `samples`; `None` when there is none.
-    pub(crate) fn of_samples(samples: &[Sample]) -> Option<Self> {
-        Self::over(samples.iter().map(|s| s.time), "sample")
-    }
-
-    fn over(times: impl Iterator<Item = i64>, of: &'static str) -> Option<Self> {
-        let (lo, hi) = times.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
-        (lo <= hi).then(|| Self { origin: lo, span: hi.saturating_sub(lo), of })
+    /// The engine's timeline of instants that are `of`.
+    pub(crate) fn new(timeline: series::Timeline, of: &'static str) -> Self {
+        Self { origin: timeline.origin, span: timeline.span, of }
     }
 
     /// Seconds per unit of the time axis and its name: s up to 20 minutes, min up to 20 hours, else h.
@@ -161,37 +130,11 @@ impl Timeline {
         (t.saturating_sub(self.origin)) as f64 / 1e9 / self.unit().0
     }
 
-    /// Bin (of `bins` equal ones over the span) that holds `t`; the span's end falls into the last bin.
-    pub(crate) fn bin(&self, t: i64, bins: usize) -> usize {
-        if self.span <= 0 {
-            return 0;
-        }
-        let position = (t.saturating_sub(self.origin)) as f64 / self.span as f64;
-        ((position * bins as f64).floor().max(0.0) as usize).min(bins - 1)
-    }
-
     fn axis(&self) -> Axis {
         let (unit, unit_name) = self.unit();
         let label = format!("time since the first {} ({unit_name})", self.of);
         Axis::numeric(0.0, self.span as f64 / 1e9 / unit, 6, &label)
     }
-}
-
-/// Per time bin (of [`TIME_BINS`]), the p50 and p95 of `which` over the requests that arrived in it:
-/// `(bin, p50, p95)` for the non-empty bins, in order.
-pub(crate) fn binned_quantiles(requests: &[RequestRow], which: Latency, timeline: &Timeline) -> Vec<(usize, f64, f64)> {
-    let mut bins: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for row in requests {
-        if let (Some(t), Some(value)) = (row.arrival_time, latency(row, which)) {
-            bins.entry(timeline.bin(t, TIME_BINS)).or_default().push(value);
-        }
-    }
-    bins.into_iter()
-        .filter_map(|(bin, mut values)| {
-            values.sort_by(f64::total_cmp);
-            Some((bin, quantile(&values, 0.5)?, quantile(&values, 0.95)?))
-        })
-        .collect()
 }
 
 /// Lines through runs of consecutive bins (a gap where a bin is empty); a run of one bin is a dot.
@@ -216,15 +159,14 @@ fn draw_runs(chart: &mut Chart, points: &[(usize, f64, f64)], colour: &'static s
     flush(&mut run, chart);
 }
 
-/// `which` over time: the p50 and p95 of each time bin, at the bin's centre.
+/// `which` over time: the p50 and p95 of each time bin (`binned`, from the engine), at the bin's centre.
 pub(crate) fn over_time(
-    requests: &[RequestRow],
+    binned: &[(usize, f64, f64)],
     timeline: Option<&Timeline>,
     which: Latency,
     colour: &'static str,
 ) -> String {
     let title = format!("{} over time", name(which));
-    let binned = timeline.map(|t| binned_quantiles(requests, which, t)).unwrap_or_default();
     let (Some(timeline), false) = (timeline, binned.is_empty()) else {
         return no_data(&title, &format!("no request has both arrival_time and {}", which.column()));
     };
@@ -251,34 +193,17 @@ pub(crate) fn over_time(
 }
 
 /// An engine sample metric over time, one step line per instance (at most [`MAX_INSTANCES`], the most sampled;
-/// series longer than [`SAMPLE_POINTS`] reduced to each time bin's maximum).
-pub(crate) fn samples_over_time(samples: &[Sample], timeline: Option<&Timeline>, metric: &str) -> String {
+/// series longer than [`SAMPLE_POINTS`] reduced by the engine to each time bin's maximum).
+pub(crate) fn samples_over_time(samples: &SampleSeries, timeline: Option<&Timeline>, metric: &str) -> String {
     let kv = metric == infertrace_schema::metrics::KV_CACHE_USAGE;
     let title = if kv { "KV-cache usage over time" } else { "Queue depth over time" };
-    let mut series: BTreeMap<&str, Vec<(i64, f64)>> = BTreeMap::new();
-    for sample in samples.iter().filter(|s| s.metric == metric) {
-        series.entry(sample.instance.as_deref().unwrap_or(NULL_GROUP)).or_default().push((sample.time, sample.value));
-    }
-    let Some(timeline) = timeline.filter(|_| !series.is_empty()) else {
+    let Some(timeline) = timeline.filter(|_| !samples.drawn.is_empty()) else {
         return no_data(title, &format!("no {metric} samples"));
     };
-    let total = series.len();
-    let mut ranked: Vec<(&str, Vec<(i64, f64)>)> = series.into_iter().collect();
-    // Most samples first; equal counts keep the instances' name order (the sort is stable).
-    ranked.sort_by_key(|(_, points)| std::cmp::Reverse(points.len()));
-    ranked.truncate(MAX_INSTANCES);
-    let mut reduced = false;
-    let drawn: Vec<(&str, Vec<(i64, f64)>)> = ranked
-        .into_iter()
-        .map(|(instance, mut points)| {
-            points.sort_by_key(|p| p.0);
-            if points.len() > SAMPLE_POINTS {
-                reduced = true;
-                points = bin_maxima(&points, timeline);
-            }
-            (instance, points)
-        })
-        .collect();
+    let total = samples.instances;
+    let reduced = samples.drawn.iter().any(|d| d.reduced);
+    let drawn: Vec<(&str, &[(i64, f64)])> =
+        samples.drawn.iter().map(|d| (d.instance.as_str(), d.points.as_slice())).collect();
     let scale = if kv { 100.0 } else { 1.0 };
     let max = drawn.iter().flat_map(|(_, p)| p.iter().map(|p| p.1 * scale)).fold(0.0, f64::max);
     let y = if kv {
@@ -312,18 +237,6 @@ pub(crate) fn samples_over_time(samples: &[Sample], timeline: Option<&Timeline>,
         }
     }
     chart.finish()
-}
-
-/// The maximum of each non-empty bin of [`SAMPLE_POINTS`] equal time bins, at the bin's start (the first
-/// sample's time in the first bin).
-pub(crate) fn bin_maxima(points: &[(i64, f64)], timeline: &Timeline) -> Vec<(i64, f64)> {
-    let mut maxima: BTreeMap<usize, f64> = BTreeMap::new();
-    for &(t, v) in points {
-        let slot = maxima.entry(timeline.bin(t, SAMPLE_POINTS)).or_insert(v);
-        *slot = slot.max(v);
-    }
-    let width = timeline.span as f64 / SAMPLE_POINTS as f64;
-    maxima.into_iter().map(|(bin, v)| (timeline.origin + (bin as f64 * width).round() as i64, v)).collect()
 }
 
 /// Compact token counts: `9,999`, `12.3k`, `4.56M`, `7.89G`.
@@ -422,69 +335,13 @@ mod tests {
     const S: i64 = 1_000_000_000;
 
     #[test]
-    fn cdf_ranks_keep_the_ends_and_space_evenly() {
-        assert_eq!(cdf_ranks(3, 512), [0, 1, 2]);
-        assert_eq!(cdf_ranks(0, 512), Vec::<usize>::new());
-        // 11 values at 3 points: ranks 0, round(10 / 2) = 5, 10.
-        assert_eq!(cdf_ranks(11, 3), [0, 5, 10]);
-        // 10 values at 4 points: i × 9 / 3 = 0, 3, 6, 9.
-        assert_eq!(cdf_ranks(10, 4), [0, 3, 6, 9]);
-        // 1000 values at 512 points: i = 1 → round(999 / 511) = round(1.955) = 2; i = 511 → 999.
-        let ranks = cdf_ranks(1000, 512);
-        assert_eq!(ranks.len(), 512);
-        assert_eq!(&ranks[..3], [0, 2, 4]);
-        assert_eq!(ranks[511], 999);
-    }
-
-    #[test]
-    fn timelines_bin_from_the_first_instant() {
-        let timeline = Timeline { origin: 100 * S, span: 60 * S, of: "arrival" };
-        assert_eq!(timeline.unit(), (1.0, "s"));
-        // 60 bins of 1 s: t = 100 s → 0, 100.5 s → 0, 130 s → 30, the end (160 s) → the last bin.
-        assert_eq!(timeline.bin(100 * S, 60), 0);
-        assert_eq!(timeline.bin(100 * S + S / 2, 60), 0);
-        assert_eq!(timeline.bin(130 * S, 60), 30);
-        assert_eq!(timeline.bin(160 * S, 60), 59);
+    fn timelines_pick_their_unit_by_span() {
+        assert_eq!(Timeline { origin: 100 * S, span: 60 * S, of: "arrival" }.unit(), (1.0, "s"));
         assert_eq!(Timeline { origin: 0, span: 1200 * S, of: "arrival" }.unit(), (1.0, "s"));
         assert_eq!(Timeline { origin: 0, span: 3600 * S, of: "arrival" }.unit(), (60.0, "min"));
         assert_eq!(Timeline { origin: 0, span: 86_400 * S, of: "arrival" }.unit(), (3600.0, "h"));
-        assert_eq!(Timeline { origin: 5, span: 0, of: "arrival" }.bin(5, 60), 0);
-        // Samples have their own timeline: an engine clock need not match the requests'.
-        let sample = |t| Sample { time: t, source: "x".into(), instance: None, metric: "kv_cache_usage", value: 0.5 };
-        let timeline = Timeline::of_samples(&[sample(7 * S), sample(3 * S)]).unwrap();
-        assert_eq!(timeline, Timeline { origin: 3 * S, span: 4 * S, of: "sample" });
-        assert_eq!(Timeline::of_samples(&[]), None);
-    }
-
-    #[test]
-    fn latency_bins_take_quantiles_of_their_arrivals() {
-        let row = |arrival_s: i64, ttft: f64| RequestRow {
-            arrival_time: Some(arrival_s * S),
-            ttft_s: Some(ttft),
-            ..RequestRow::default()
-        };
-        // Span 0..60 s, 60 bins of 1 s. Bin 0: 1, 2, 3, 4, 10 → p50 3, p95 at h = 3.8: 4 + 0.8 × 6 = 8.8.
-        // Bin 59: the last arrival alone (60 s falls in the last bin).
-        let rows = [row(0, 1.0), row(0, 2.0), row(0, 3.0), row(0, 4.0), row(0, 10.0), row(60, 0.5)];
-        let timeline = Timeline::of_arrivals(&rows).unwrap();
-        assert_eq!(timeline, Timeline { origin: 0, span: 60 * S, of: "arrival" });
-        let bins = binned_quantiles(&rows, Latency::Ttft, &timeline);
-        assert_eq!(bins.len(), 2);
-        assert_eq!((bins[0].0, bins[0].1), (0, 3.0));
-        assert!((bins[0].2 - 8.8).abs() < 1e-12);
-        assert_eq!(bins[1], (59, 0.5, 0.5));
-    }
-
-    #[test]
-    fn long_sample_series_keep_each_bins_maximum() {
-        // 1,200 samples, one every 0.5 s over 599.5 s, values 0, 1, 2, …: bin 0 holds samples 0 and 1.
-        let points: Vec<(i64, f64)> = (0..1200).map(|i| (i * S / 2, i as f64)).collect();
-        let timeline = Timeline { origin: 0, span: 600 * S, of: "sample" };
-        let reduced = bin_maxima(&points, &timeline);
-        assert_eq!(reduced.len(), SAMPLE_POINTS);
-        assert_eq!(reduced[0], (0, 1.0));
-        assert_eq!(reduced[1], (S, 3.0));
-        assert_eq!(reduced[599], (599 * S, 1199.0));
+        // 90 s after an origin of 30 s, on a 2-hour axis in minutes: 1.5.
+        assert_eq!(Timeline { origin: 30 * S, span: 7200 * S, of: "sample" }.at(120 * S), 1.5);
     }
 
     #[test]

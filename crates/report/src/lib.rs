@@ -1,10 +1,11 @@
 //! The self-contained HTML efficiency report of `infertrace report`: one file with inline CSS and inline SVG
 //! charts, readable on a 1280-px screen and printable, that loads nothing from anywhere.
 //!
-//! [`render`] takes a [`ReportInput`] — the request rows and engine samples of the datasets (as
-//! [`infertrace_engine::read`] gives them) and the [`Metrics`] the engine computed over them — and returns the
-//! HTML. Figures in tables are the engine's, written with [`infertrace_engine::format`] exactly as `infertrace
-//! metrics` writes them; the charts are drawn from the rows and samples as follows:
+//! [`render`] takes a [`ReportInput`] — the [`Metrics`] the engine computed over the datasets and the [`Series`]
+//! it computed for the charts ([`series_options`] says which) — and returns the HTML. Both are computed by queries
+//! over the datasets, so a report of a hundred million requests holds a few thousand points. Figures in tables are
+//! the engine's, written with [`infertrace_engine::format`] exactly as `infertrace metrics` writes them; the
+//! charts are drawn from the rows and samples as follows:
 //!
 //! - **CDFs** of `ttft_s`, `tpot_s`, `e2e_s` and `queue_s` (one chart each): the rows where the value is present
 //!   and finite, whatever their status, sorted; a step line through (value at rank r, (r + 1) / n) at every rank
@@ -41,32 +42,32 @@
 //! This crate does not read files or print: the CLI opens the datasets and writes the file. With a cost profile
 //! (`--cost`), [`cost_section`] adds the cost figures of the metrics as a table.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use infertrace_engine::format::{count, dollars, percent, quantity, rate, seconds, significant};
-use infertrace_engine::read::Sample;
-use infertrace_engine::{Distribution, GroupMetrics, Latency, Metrics, NULL_GROUP, SampleSummary};
-use infertrace_schema::RequestRow;
-use infertrace_schema::metrics::{KV_CACHE_USAGE, REQUESTS_WAITING};
+use infertrace_engine::series::{Names, Series, SeriesOptions};
+use infertrace_engine::{Distribution, GroupMetrics, Metrics, NULL_GROUP, SampleSummary};
 
 mod charts;
 pub mod plot;
 mod svg;
 
-use charts::{CDFS, GREEN, Timeline};
+use charts::{CDFS, OVER_TIME, Timeline};
 
 /// What a report is made of.
 #[derive(Debug, Clone, Copy)]
 pub struct ReportInput<'a> {
     /// The page's title and heading (the CLI uses the dataset paths as given).
     pub title: &'a str,
-    /// Every request row of the datasets, as [`infertrace_engine::read::requests`] gives them.
-    pub requests: &'a [RequestRow],
-    /// Every `kv_cache_usage` and `requests_waiting` sample, as [`infertrace_engine::read::samples`] gives them.
-    pub samples: &'a [Sample],
-    /// The metrics the engine computed over the same rows and samples (only `overall` is shown).
+    /// The points of the charts, computed by the engine with [`series_options`] over the datasets.
+    pub series: &'a Series,
+    /// The metrics the engine computed over the same datasets (only `overall` is shown).
     pub metrics: &'a Metrics,
+}
+
+/// What the engine computes for the charts ([`infertrace_engine::series::series_over`]).
+pub fn series_options() -> SeriesOptions {
+    charts::series_options()
 }
 
 /// Number of `<svg>` charts (or "no data" panels) every report has.
@@ -75,8 +76,9 @@ pub const CHARTS: usize = 10;
 /// The report as one self-contained HTML document.
 pub fn render(input: &ReportInput<'_>) -> String {
     let overall = &input.metrics.overall;
-    let arrivals = Timeline::of_arrivals(input.requests);
-    let sampled = Timeline::of_samples(input.samples);
+    let series = input.series;
+    let arrivals = series.arrivals.map(|t| Timeline::new(t, "arrival"));
+    let sampled = series.sampled.map(|t| Timeline::new(t, "sample"));
     let mut out = String::with_capacity(64 * 1024);
     let title = escape(input.title);
     write!(
@@ -97,16 +99,20 @@ pub fn render(input: &ReportInput<'_>) -> String {
     section(&mut out, "latency", "Latency distributions", |out| {
         out.push_str("<div class=\"charts\">\n");
         for (latency, colour) in CDFS {
-            figure(out, &charts::cdf(input.requests, latency, colour, &overall.latency[&latency]));
+            let cdf = series.cdfs.iter().find(|c| c.0 == latency).map(|c| c.1.clone()).unwrap_or_default();
+            figure(out, &charts::cdf(&cdf, latency, colour, &overall.latency[&latency]));
         }
         out.push_str("</div>\n");
     });
     section(&mut out, "over-time", "Over time", |out| {
         out.push_str("<div class=\"charts\">\n");
-        figure(out, &charts::over_time(input.requests, arrivals.as_ref(), Latency::Ttft, charts::BLUE));
-        figure(out, &charts::over_time(input.requests, arrivals.as_ref(), Latency::E2e, GREEN));
-        figure(out, &charts::samples_over_time(input.samples, sampled.as_ref(), KV_CACHE_USAGE));
-        figure(out, &charts::samples_over_time(input.samples, sampled.as_ref(), REQUESTS_WAITING));
+        for (latency, colour) in OVER_TIME {
+            let binned = series.over_time.iter().find(|b| b.0 == latency).map_or(&[][..], |b| b.1.as_slice());
+            figure(out, &charts::over_time(binned, arrivals.as_ref(), latency, colour));
+        }
+        for (metric, samples) in &series.samples {
+            figure(out, &charts::samples_over_time(samples, sampled.as_ref(), metric));
+        }
         out.push_str("</div>\n");
     });
     section(&mut out, "cache-load", "Cache and load", |out| {
@@ -206,29 +212,22 @@ fn figure(out: &mut String, svg: &str) {
     writeln!(out, "<figure>\n{svg}</figure>").unwrap();
 }
 
-/// Requests, span, sources and models (up to five of each named), from the rows and samples.
+/// Requests, span, sources and models (up to five of each named), from the series.
 fn provenance(input: &ReportInput<'_>, overall: &GroupMetrics) -> String {
-    let sources: BTreeSet<&str> = input
-        .requests
-        .iter()
-        .map(|r| r.source.as_str())
-        .chain(input.samples.iter().map(|s| s.source.as_str()))
-        .collect();
-    let models: BTreeSet<&str> = input.requests.iter().filter_map(|r| r.model.as_deref()).collect();
-    let list = |set: &BTreeSet<&str>| {
-        let mut named: Vec<String> = set.iter().take(5).map(|s| escape(s)).collect();
-        if set.len() > 5 {
-            named.push(format!("and {} more", set.len() - 5));
+    let list = |names: &Names| {
+        let mut named: Vec<String> = names.first.iter().map(|s| escape(s)).collect();
+        if names.count > names.first.len() as u64 {
+            named.push(format!("and {} more", names.count - names.first.len() as u64));
         }
         if named.is_empty() { "none".to_owned() } else { named.join(", ") }
     };
     format!(
         "{} requests and {} engine samples over {} · sources: {} · models: {}",
         count(overall.requests),
-        count(input.samples.len() as u64),
+        count(input.series.sample_count),
         overall.throughput.span_s.map_or_else(|| "no span".to_owned(), seconds),
-        list(&sources),
-        list(&models)
+        list(&input.series.sources),
+        list(&input.series.models)
     )
 }
 

@@ -1,16 +1,14 @@
 //! A small hand-built dataset whose figures the tests compute by hand, and the path from rows to HTML that the
-//! CLI takes (write a dataset, open it, compute, read rows and samples, render).
+//! CLI takes (write a dataset, open it, compute the metrics and the charts' series, render).
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};
 
-use infertrace_engine::read::{self, Sample};
-use infertrace_engine::{Metrics, MetricsOptions, Slo, compute_dirs};
-use infertrace_query::QueryOptions;
-use infertrace_report::{ReportInput, render};
-use infertrace_schema::{
-    Assumptions, Dataset, DatasetWriter, EngineSample, Manifest, Producer, RequestRow, Status, metrics,
-};
+use infertrace_engine::series::{Series, series_over};
+use infertrace_engine::{Metrics, MetricsOptions, Slo, compute_over};
+use infertrace_query::{QueryOptions, Session};
+use infertrace_report::{ReportInput, render, series_options};
+use infertrace_schema::{Assumptions, DatasetWriter, EngineSample, Manifest, Producer, RequestRow, Status, metrics};
 
 pub const S: i64 = 1_000_000_000;
 /// An arbitrary origin, so that instants are not small numbers.
@@ -116,25 +114,24 @@ pub fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample]) -> P
     dir.to_owned()
 }
 
-/// What the report is made of, as the CLI reads it.
+/// What the report is made of, as the CLI computes it: in one session, the metrics and then the series.
 pub struct Read {
-    pub requests: Vec<RequestRow>,
-    pub samples: Vec<Sample>,
+    pub series: Series,
     pub metrics: Metrics,
 }
 
 pub fn read(dir: &Path, slo: &str) -> Read {
     let options = MetricsOptions { slo: Slo::parse(slo).unwrap(), ..MetricsOptions::default() };
-    let dataset = Dataset::open(dir).unwrap();
-    Read {
-        requests: read::requests(&dataset),
-        samples: read::samples(&dataset),
-        metrics: compute_dirs(&[dir.to_owned()], &options, &QueryOptions::default()).unwrap(),
-    }
+    let session = Session::open(&[dir.to_owned()], &QueryOptions::default()).unwrap();
+    session.block_on(async {
+        let metrics = compute_over(session.datasets(), &options, session.scratch()).await.unwrap();
+        let series = series_over(session.datasets(), &series_options()).await.unwrap();
+        Read { series, metrics }
+    })
 }
 
 pub fn html(read: &Read, title: &str) -> String {
-    render(&ReportInput { title, requests: &read.requests, samples: &read.samples, metrics: &read.metrics })
+    render(&ReportInput { title, series: &read.series, metrics: &read.metrics })
 }
 
 /// The report of the hand-built dataset with `ttft=1.5s`, titled `title`.
