@@ -509,6 +509,8 @@ struct ReplayArgs {
     /// Print the simulation's wall time (reading and writing excluded) to stderr.
     #[arg(long)]
     timing: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -945,6 +947,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 &args.output,
                 args.force,
                 args.timing,
+                &args.engine.options(),
             )?;
             out.write_all(infertrace::replay::render_replay(&replayed, &args.output).as_bytes())?;
             out.flush()?;

@@ -5,14 +5,21 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
+use arrow::array::{Array as _, AsArray as _};
 use infertrace_engine::format::{count, percent, seconds};
 use infertrace_engine::read;
 use infertrace_model::Catalog;
+use infertrace_query::datafusion::prelude::ParquetReadOptions;
+use infertrace_query::{ORDINAL, QueryOptions, Session};
 use infertrace_replay::calibrate::{Calibration, Errors, calibrate};
-use infertrace_replay::{Config, ReplayOptions, Replayed, replay};
-use infertrace_schema::{Assumptions, DatasetWriter, Manifest, Producer, RequestRow, RowCounts, SCHEMA_VERSION};
+use infertrace_replay::{Config, ReplayOptions, Replayed, replay_stream};
+use infertrace_schema::{
+    Assumptions, DatasetWriter, Manifest, Producer, RequestRow, RowCounts, SCHEMA_VERSION, Table, TableBuilder as _,
+};
+use parquet::arrow::ArrowWriter;
 
 use crate::metrics::open_datasets;
+use crate::stream;
 
 /// Reads and checks a cluster configuration.
 pub fn read_config(path: &Path) -> Result<Config> {
@@ -28,8 +35,13 @@ pub fn rows(datasets: &[PathBuf]) -> Result<Vec<RequestRow>> {
     Ok(open_datasets(datasets)?.iter().flat_map(read::requests).collect())
 }
 
-/// Replays `datasets` on `config` and writes the result to `output`; with `timing`, prints the simulation's wall
-/// time (without reading and writing) to stderr — never into an output.
+/// Replays `datasets` on `config` and writes the result to `output`; with `timing`, prints the wall time of the
+/// replay (reading the sorted requests and simulating, without writing) to stderr — never into an output.
+///
+/// The replayable requests stream in arrival order from a sort that spills; each replayed row goes to a scratch
+/// file as its outcome becomes final, and is sorted back into input order as the output is written. Memory holds
+/// the requests in flight, not the trace.
+#[allow(clippy::too_many_arguments)]
 pub fn replay_to(
     datasets: &[PathBuf],
     config_path: &Path,
@@ -38,34 +50,195 @@ pub fn replay_to(
     output: &Path,
     force: bool,
     timing: bool,
+    query: &QueryOptions,
 ) -> Result<Replayed> {
     let config = read_config(config_path)?;
-    let opened = open_datasets(datasets)?;
-    let rows: Vec<RequestRow> = opened.iter().flat_map(read::requests).collect();
+    let session = stream::open(datasets, query)?;
+    let what = "sort the requests by arrival";
+    let (rows, usable, origin) = replay_counts(&session, query)?;
     let started = std::time::Instant::now();
-    let replayed = replay(&config, catalog, &rows, options).map_err(|e| anyhow!("cannot replay: {e}"))?;
+    let scratch = session.scratch().join("replayed.parquet");
+    let mut replayed_rows = OrdinalWriter::create(&scratch)?;
+    let columns: Vec<&str> = RequestRow::COLUMNS.iter().map(|c| c.name).collect();
+    let name = "infertrace_replay";
+    session
+        .datasets()
+        .register_ordered::<RequestRow>(name, &columns)
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    let frame = session
+        .block_on(session.datasets().sql(&format!(
+            "SELECT * FROM {name} WHERE arrival_time IS NOT NULL AND input_tokens IS NOT NULL \
+             ORDER BY CAST(arrow_cast(arrival_time, 'Int64') - ({origin}) AS DOUBLE) / CAST(1000000000 AS DOUBLE) \
+             / CAST('{:?}' AS DOUBLE), {ORDINAL}",
+            options.rate_scale
+        )))
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    let batches = session.batches(frame).map_err(|e| stream::engine_error(e, query, what))?;
+    // The rows of each batch in turn; a read error ends the stream and is reported after the replay.
+    let failed: std::cell::RefCell<Option<anyhow::Error>> = std::cell::RefCell::new(None);
+    let arrivals = batches
+        .map_while(|batch| {
+            match batch
+                .map_err(|e| stream::engine_error(e, query, what))
+                .and_then(|b| stream::rows_of::<RequestRow>(&b))
+            {
+                Ok((rows, ordinals)) => Some(rows.into_iter().zip(ordinals).map(|(row, n)| (n as usize, row))),
+                Err(e) => {
+                    *failed.borrow_mut() = Some(e);
+                    None
+                }
+            }
+        })
+        .flatten();
+    let mut written: Result<()> = Ok(());
+    let mut replayed = replay_stream(&config, catalog, origin, arrivals, options, &mut |i, row| {
+        if written.is_ok() {
+            written = replayed_rows.push(i as u64, &row);
+        }
+    })
+    .map_err(|e| anyhow!("cannot replay: {e}"))?;
+    if let Some(error) = failed.into_inner() {
+        return Err(error);
+    }
+    written?;
+    replayed.skipped = rows - usable;
     if timing {
         let wall = started.elapsed().as_secs_f64();
         #[allow(clippy::print_stderr)]
         {
             eprintln!(
-                "timing: {} requests simulated in {:.3} s of wall time ({:.0} requests/s)",
-                rows.len(),
-                wall,
-                rows.len() as f64 / wall
+                "timing: {usable} requests read in arrival order and simulated in {wall:.3} s of wall time ({:.0} \
+                 requests/s)",
+                usable as f64 / wall
             );
         }
     }
-    let write = || -> Result<(), infertrace_schema::DatasetError> {
-        let mut writer = DatasetWriter::create(output, force)?;
-        for row in &replayed.requests {
-            writer.push_request(row)?;
+    replayed_rows.finish()?;
+    write_replayed(&session, query, &scratch, &replayed, output, force)?;
+    Ok(replayed)
+}
+
+/// Requests in all, those replayed (with an arrival and input tokens), and the earliest arrival of those.
+fn replay_counts(session: &Session, query: &QueryOptions) -> Result<(u64, u64, i64)> {
+    let what = "count the requests";
+    let frame = session
+        .block_on(session.datasets().sql(
+            "SELECT count(*), \
+             sum(CASE WHEN arrival_time IS NOT NULL AND input_tokens IS NOT NULL THEN 1 ELSE 0 END), \
+             min(CASE WHEN input_tokens IS NOT NULL THEN arrow_cast(arrival_time, 'Int64') END) FROM requests",
+        ))
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    let mut counts = (0, 0, 0);
+    stream::for_each_batch(session, frame, query, what, |batch| {
+        if batch.num_rows() > 0 {
+            let number = |c: usize| -> Result<Option<i64>> {
+                let column = arrow::compute::cast(batch.column(c), &arrow::datatypes::DataType::Int64)?;
+                let column = column.as_primitive::<arrow::datatypes::Int64Type>();
+                Ok(column.is_valid(0).then(|| column.value(0)))
+            };
+            counts =
+                (number(0)?.unwrap_or(0).max(0) as u64, number(1)?.unwrap_or(0).max(0) as u64, number(2)?.unwrap_or(0));
         }
-        for sample in &replayed.samples {
-            writer.push_sample(sample)?;
+        Ok(())
+    })?;
+    Ok(counts)
+}
+
+/// Replayed rows with their index, written to a Parquet file as they come.
+struct OrdinalWriter {
+    path: PathBuf,
+    builder: <RequestRow as Table>::Builder,
+    ordinals: Vec<u64>,
+    writer: Option<ArrowWriter<std::fs::File>>,
+}
+
+/// Rows per batch of the scratch file.
+const SCRATCH_BATCH: usize = 8192;
+
+impl OrdinalWriter {
+    fn create(path: &Path) -> Result<Self> {
+        Ok(Self { path: path.to_owned(), builder: Default::default(), ordinals: Vec::new(), writer: None })
+    }
+
+    fn push(&mut self, ordinal: u64, row: &RequestRow) -> Result<()> {
+        self.builder.append(row);
+        self.ordinals.push(ordinal);
+        if self.ordinals.len() == SCRATCH_BATCH { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let rows = self.builder.finish();
+        let ordinals = std::mem::take(&mut self.ordinals);
+        let mut fields: Vec<_> = rows.schema().fields().iter().cloned().collect();
+        fields.push(std::sync::Arc::new(arrow::datatypes::Field::new(
+            ORDINAL,
+            arrow::datatypes::DataType::UInt64,
+            false,
+        )));
+        let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
+        let mut columns = rows.columns().to_vec();
+        columns.push(std::sync::Arc::new(arrow::array::UInt64Array::from(ordinals)));
+        let batch = arrow::array::RecordBatch::try_new(schema.clone(), columns)?;
+        let context = || format!("cannot write scratch file {}", self.path.display());
+        if self.writer.is_none() {
+            let file = std::fs::File::create(&self.path).with_context(context)?;
+            self.writer = Some(ArrowWriter::try_new(file, schema, None).with_context(context)?);
         }
-        let first = opened.first().map(|d| d.manifest.assumptions.clone());
-        writer.finish(Manifest {
+        self.writer.as_mut().expect("created above").write(&batch).with_context(context)
+    }
+
+    /// Closes the file (none is written without rows).
+    fn finish(mut self) -> Result<()> {
+        if !self.ordinals.is_empty() {
+            self.flush()?;
+        }
+        if let Some(writer) = self.writer.take() {
+            writer.close().with_context(|| format!("cannot write scratch file {}", self.path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the output dataset: the replayed rows of the scratch file in input order, then the samples.
+fn write_replayed(
+    session: &Session,
+    query: &QueryOptions,
+    scratch: &Path,
+    replayed: &Replayed,
+    output: &Path,
+    force: bool,
+) -> Result<()> {
+    let context = || format!("cannot write output {}", output.display());
+    let mut writer = DatasetWriter::create(output, force).with_context(context)?;
+    if scratch.is_file() {
+        let what = "sort the replayed rows back into input order";
+        let frame = session
+            .block_on(async {
+                let path = scratch.to_string_lossy();
+                session
+                    .datasets()
+                    .context()
+                    .register_parquet("infertrace_replayed", path.as_ref(), ParquetReadOptions::default())
+                    .await?;
+                session.datasets().sql(&format!("SELECT * FROM infertrace_replayed ORDER BY {ORDINAL}")).await
+            })
+            .map_err(|e| stream::engine_error(e, query, what))?;
+        stream::for_each_batch(session, frame, query, what, |batch| {
+            for row in RequestRow::from_batch(batch)
+                .with_context(|| format!("cannot read scratch file {}", scratch.display()))?
+            {
+                writer.push_request(&row).with_context(context)?;
+            }
+            Ok(())
+        })?;
+    }
+    for sample in &replayed.samples {
+        writer.push_sample(sample).with_context(context)?;
+    }
+    let manifests = session.datasets().manifests();
+    let first = manifests.first().map(|m| m.assumptions.clone());
+    writer
+        .finish(Manifest {
             schema_version: SCHEMA_VERSION,
             producer: Producer { name: "infertrace".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() },
             assumptions: first.unwrap_or(Assumptions {
@@ -73,30 +246,27 @@ pub fn replay_to(
                 utc_offset: "+00:00".into(),
                 start: "1970-01-01T00:00:00Z".into(),
             }),
-            inputs: opened.iter().flat_map(|d| d.manifest.inputs.iter().cloned()).collect(),
+            inputs: manifests.iter().flat_map(|m| m.inputs.iter().cloned()).collect(),
             skipped: Vec::new(),
             merge: None,
             cache_sim: None,
             partition_by: None,
-            hash_salt: opened.iter().find_map(|d| d.manifest.hash_salt),
+            hash_salt: manifests.iter().find_map(|m| m.hash_salt),
             rows: RowCounts::default(),
-        })?;
-        Ok(())
-    };
-    write().with_context(|| format!("cannot write output {}", output.display()))?;
-    Ok(replayed)
+        })
+        .with_context(context)?;
+    Ok(())
 }
 
 /// What a replay did, for the terminal.
 pub fn render_replay(replayed: &Replayed, output: &Path) -> String {
     let mut out = String::new();
-    let ok = replayed.requests.iter().filter(|r| r.status == infertrace_schema::Status::Ok).count() as u64;
     writeln!(
         out,
         "replayed {} requests ({} completed, {} rejected for KV memory, {} rows skipped without arrival or input \
          tokens) in {} iterations ({} folded) over {} simulated; {} preemptions; {} KV blocks per instance",
-        count(replayed.requests.len() as u64),
-        count(ok),
+        count(replayed.replayed),
+        count(replayed.completed),
         count(replayed.rejected),
         count(replayed.skipped),
         count(replayed.iterations),

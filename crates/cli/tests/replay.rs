@@ -53,6 +53,19 @@ fn the_rtx_pro_6000_run_replays_within_the_aims_from_the_spec_sheet() {
     // The replay is a canonical dataset: metrics read it, with engine samples per instance.
     let metrics = ok(&infertrace(&["metrics", out.to_str().unwrap()]));
     assert!(metrics.contains("requests: 300 (ok 300)") && metrics.contains("replay-0"), "{metrics}");
+
+    // The requests stream from a sort by arrival and come back in input order, each with its own id (the bench
+    // client's `bench-<n>`, in order); one thread and a 16 MiB budget write the same bytes.
+    let rows = RequestRow::from_batch(&Dataset::open(&out).unwrap().requests).unwrap();
+    let source = RequestRow::from_batch(&Dataset::open(&measured).unwrap().requests).unwrap();
+    assert!(rows.iter().zip(&source).all(|(r, s)| r.request_id == s.request_id && r.session_id == s.session_id));
+    assert_eq!((rows[0].request_id.as_str(), rows[299].request_id.as_str()), ("bench-0", "bench-299"));
+    let small = dir.path().join("replay-small");
+    let small_args = ["--threads", "1", "--memory-limit", "16M", "-o", small.to_str().unwrap()];
+    ok(&infertrace(&[&["replay", measured.to_str().unwrap(), "--config", config][..], &small_args[..]].concat()));
+    for table in ["requests.parquet", "samples.parquet"] {
+        assert!(std::fs::read(out.join(table)).unwrap() == std::fs::read(small.join(table)).unwrap(), "{table}");
+    }
 }
 
 #[test]

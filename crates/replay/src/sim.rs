@@ -28,7 +28,9 @@
 //! sequence whose prompt is already computed.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::iter::Peekable;
+use std::rc::Rc;
 
 use infertrace_cache::{TierSpec, TieredCache};
 use infertrace_model::{Accelerator, Model};
@@ -101,7 +103,8 @@ pub struct InstanceSample {
 /// The whole replay.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Simulation {
-    /// One per request, in input order.
+    /// One per request, in input order ([`simulate`]; empty from [`simulate_stream`], which hands each outcome on
+    /// as its request finishes).
     pub outcomes: Vec<Outcome>,
     /// Instance states every `sample_interval_s`.
     pub samples: Vec<InstanceSample>,
@@ -214,7 +217,6 @@ struct Instance {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Event {
-    Arrival(usize),
     /// A request's prefix has been loaded from a lower tier: it joins the queue of `instance`.
     Ready {
         request: usize,
@@ -268,6 +270,31 @@ pub fn simulate_folding(
     requests: &[Request],
     sample_interval_s: f64,
     fold: bool,
+) -> Result<Simulation, SimError> {
+    let mut order: Vec<usize> = (0..requests.len()).collect();
+    // A stable sort: equal arrivals in input order.
+    order.sort_by(|&a, &b| requests[a].arrival.total_cmp(&requests[b].arrival));
+    let mut outcomes = vec![Outcome::default(); requests.len()];
+    let arrivals = order.into_iter().map(|i| (i, requests[i].clone()));
+    let mut simulation =
+        simulate_stream(config, model, accelerator, arrivals, sample_interval_s, fold, &mut |i, o| {
+            outcomes[i] = o;
+        })?;
+    simulation.outcomes = outcomes;
+    Ok(simulation)
+}
+
+/// The replay of requests that arrive as a stream, `(index, request)` in arrival order (equal arrivals by index):
+/// memory holds the requests in flight, not the trace. Each request's outcome goes to `done` once it is final
+/// (completed, rejected or dropped; the rest when the simulation ends), in no particular order.
+pub fn simulate_stream(
+    config: &Config,
+    model: &Model,
+    accelerator: &Accelerator,
+    arrivals: impl Iterator<Item = (usize, Request)>,
+    sample_interval_s: f64,
+    fold: bool,
+    done: &mut dyn FnMut(usize, Outcome),
 ) -> Result<Simulation, SimError> {
     let cost = Cost::new(config, model, accelerator);
     let block_size = f64::from(config.memory.block_size);
@@ -327,20 +354,16 @@ pub fn simulate_folding(
             .collect(),
         events: BinaryHeap::new(),
         order: 0,
-        outcomes: vec![Outcome::default(); requests.len()],
-        requests,
+        outcomes: HashMap::new(),
+        requests: HashMap::new(),
+        finished: Vec::new(),
         pools: [
             (0..roles.len()).filter(|&i| roles[i] != Role::Decode).collect(),
             (0..roles.len()).filter(|&i| roles[i] == Role::Decode).collect(),
         ],
         rr: [0, 0],
         samples: Vec::new(),
-        arrivals: {
-            let mut times: Vec<f64> = requests.iter().map(|r| r.arrival).collect();
-            times.sort_by(f64::total_cmp);
-            times
-        },
-        arrived: 0,
+        arrivals: (Box::new(arrivals) as Box<dyn Iterator<Item = (usize, Request)> + '_>).peekable(),
         loading: BinaryHeap::new(),
         fold,
         next_sample: 0.0,
@@ -349,21 +372,47 @@ pub fn simulate_folding(
         folded: 0,
         now: 0.0,
     };
-    for (i, r) in requests.iter().enumerate() {
-        sim.push(r.arrival, Event::Arrival(i));
-    }
-    while let Some(Reverse(timed)) = sim.events.pop() {
-        sim.sample_until(timed.time);
-        sim.now = timed.time;
-        match timed.event {
-            Event::Arrival(request) => sim.arrive(request),
-            Event::StepEnd(instance) => sim.step_end(instance),
-            Event::TransferDone { request, decode } => sim.transfer_done(request, decode),
-            Event::Ready { request, instance } => sim.ready(request, instance),
+    loop {
+        // An arrival comes before any other event at the same instant, and arrivals at one instant in index order
+        // (as if every arrival had been queued first).
+        let next_arrival = sim.arrivals.peek().map(|(_, r)| r.arrival);
+        let next_event = sim.events.peek().map(|Reverse(t)| t.time);
+        let arrival_first = match (next_arrival, next_event) {
+            (Some(a), Some(e)) => a.total_cmp(&e) != Ordering::Greater,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        if arrival_first {
+            let (request, r) = sim.arrivals.next().expect("peeked");
+            sim.sample_until(r.arrival);
+            sim.now = r.arrival;
+            sim.requests.insert(request, Rc::new(r));
+            sim.outcomes.insert(request, Outcome::default());
+            sim.arrive(request);
+        } else {
+            let Reverse(timed) = sim.events.pop().expect("peeked");
+            sim.sample_until(timed.time);
+            sim.now = timed.time;
+            match timed.event {
+                Event::StepEnd(instance) => sim.step_end(instance),
+                Event::TransferDone { request, decode } => sim.transfer_done(request, decode),
+                Event::Ready { request, instance } => sim.ready(request, instance),
+            }
+        }
+        for request in std::mem::take(&mut sim.finished) {
+            sim.requests.remove(&request);
+            done(request, sim.outcomes.remove(&request).expect("in flight"));
         }
     }
+    // Requests that never finished, by index.
+    let mut left: Vec<usize> = sim.outcomes.keys().copied().collect();
+    left.sort_unstable();
+    for request in left {
+        done(request, sim.outcomes.remove(&request).expect("in flight"));
+    }
     Ok(Simulation {
-        outcomes: sim.outcomes,
+        outcomes: Vec::new(),
         samples: sim.samples,
         iterations: sim.iterations,
         folded: sim.folded,
@@ -380,16 +429,18 @@ struct Sim<'a> {
     instances: Vec<Instance>,
     events: BinaryHeap<Reverse<Timed>>,
     order: u64,
-    outcomes: Vec<Outcome>,
-    requests: &'a [Request],
+    /// The requests in flight and their outcomes so far, by index.
+    outcomes: HashMap<usize, Outcome>,
+    requests: HashMap<usize, Rc<Request>>,
+    /// Requests whose outcome became final during the event being handled.
+    finished: Vec<usize>,
     /// Instances of the prefill (or collocated) pool and of the decode pool.
     pools: [Vec<usize>; 2],
     /// Round-robin counters of the pools.
     rr: [usize; 2],
     samples: Vec<InstanceSample>,
-    /// Arrival times in order, and how many arrivals were processed: the next one bounds a fold.
-    arrivals: Vec<f64>,
-    arrived: usize,
+    /// The arrivals not yet processed: the next one bounds a fold.
+    arrivals: Peekable<Box<dyn Iterator<Item = (usize, Request)> + 'a>>,
     /// Times of the pending `Ready` events, which bound a fold too.
     loading: BinaryHeap<Reverse<Timed>>,
     /// Fold runs of decode-only iterations (off only to check that folding changes nothing).
@@ -445,7 +496,7 @@ impl Sim<'_> {
             // As a KV-aware router: the instance with the least work once this request joins it, counting only
             // the prompt tokens its cache (any tier) does not hold: load + prompt − cached prefix tokens.
             Routing::PrefixAware => {
-                let r = &self.requests[request];
+                let r = &self.requests[&request];
                 let cached = |i: usize| {
                     let blocks = self.instances[i].cache.as_ref().map_or(0, |c| c.lookup(&r.hashes).hit_blocks);
                     (blocks * u64::from(r.hash_block)).min(u64::from(r.prompt))
@@ -458,23 +509,28 @@ impl Sim<'_> {
         }
     }
 
+    /// The outcome of a request in flight.
+    fn outcome(&mut self, request: usize) -> &mut Outcome {
+        self.outcomes.get_mut(&request).expect("in flight")
+    }
+
     fn arrive(&mut self, request: usize) {
-        self.arrived += 1;
-        let r = &self.requests[request];
+        let r = Rc::clone(&self.requests[&request]);
         let output = r.output.max(1);
         // A prompt (plus its first token) that cannot fit in the whole KV memory is rejected.
         if self.blocks_for(r.prompt + 1) > self.blocks {
-            self.outcomes[request].rejected = true;
+            self.outcome(request).rejected = true;
+            self.finished.push(request);
             return;
         }
         let instance = self.route(0, request);
-        self.outcomes[request].prefill_instance = instance;
+        self.outcome(request).prefill_instance = instance;
         let (kv, load_s) = self.reuse(request, instance);
         let seq = Seq { request, target: r.prompt, kv, generated: 0, output, blocks: 0, freed: None };
         let inst = &mut self.instances[instance];
         inst.load += u64::from(r.prompt - kv) + u64::from(output);
         if load_s > 0.0 {
-            self.outcomes[request].load_s = load_s;
+            self.outcomes.get_mut(&request).expect("in flight").load_s = load_s;
             inst.loading.push(seq);
             let time = self.now + load_s;
             self.order += 1;
@@ -493,7 +549,7 @@ impl Sim<'_> {
     /// tokens after what is already reused), and once a tier's hits are recomputed, so are the deeper ones (a prefix
     /// must be contiguous). At least one prompt token is always computed.
     fn reuse(&mut self, request: usize, instance: usize) -> (u32, f64) {
-        let r = &self.requests[request];
+        let r = Rc::clone(&self.requests[&request]);
         let Some(cache) = self.instances[instance].cache.as_mut() else { return (0, 0.0) };
         let Some(config) = self.config.cache.as_ref() else { return (0, 0.0) };
         let access = cache.access(&r.hashes, r.hash_block);
@@ -525,7 +581,7 @@ impl Sim<'_> {
             kv += tokens as u32;
             cached[i] = tokens;
         }
-        self.outcomes[request].cached = cached;
+        self.outcome(request).cached = cached;
         (kv, load_s)
     }
 
@@ -541,8 +597,9 @@ impl Sim<'_> {
     }
 
     fn transfer_done(&mut self, request: usize, decode: usize) {
-        let r = &self.requests[request];
-        self.outcomes[request].decode_start = Some(self.now);
+        let r = Rc::clone(&self.requests[&request]);
+        let now = self.now;
+        self.outcome(request).decode_start = Some(now);
         let seq = Seq {
             request,
             target: r.prompt,
@@ -590,7 +647,7 @@ impl Sim<'_> {
     /// added in the same order as unfolded iterations would be, so the times are identical; `end` becomes the end
     /// of the last folded iteration.
     fn fold_steps(&mut self, instance: usize, end: &mut f64) -> u32 {
-        let next_arrival = self.arrivals.get(self.arrived).copied().unwrap_or(f64::INFINITY);
+        let next_arrival = self.arrivals.peek().map_or(f64::INFINITY, |(_, r)| r.arrival);
         let until = self.loading.peek().map_or(next_arrival, |Reverse(t)| next_arrival.min(t.time));
         let cost = self.cost;
         let block_size = self.block_size;
@@ -669,7 +726,7 @@ impl Sim<'_> {
                 victim.target = victim.target.max(victim.kv);
                 inst.load += u64::from(victim.kv);
                 victim.kv = 0;
-                self.outcomes[victim.request].preemptions += 1;
+                self.outcomes.get_mut(&victim.request).expect("in flight").preemptions += 1;
                 inst.waiting.push_front(victim);
             }
             if inst.free_blocks < need {
@@ -681,7 +738,8 @@ impl Sim<'_> {
                     inst.load = inst.load.saturating_sub(
                         u64::from(seq.target.saturating_sub(seq.kv)) + u64::from(seq.output - seq.generated),
                     );
-                    self.outcomes[seq.request].out_of_memory = true;
+                    self.outcomes.get_mut(&seq.request).expect("in flight").out_of_memory = true;
+                    self.finished.push(seq.request);
                     continue;
                 }
                 break;
@@ -728,8 +786,9 @@ impl Sim<'_> {
             seq.blocks = need;
             inst.free_blocks -= need;
             inst.allocated += need - kept.min(need);
-            if self.outcomes[seq.request].scheduled.is_none() && inst.role != Role::Decode {
-                self.outcomes[seq.request].scheduled = Some(now);
+            let outcome = self.outcomes.get_mut(&seq.request).expect("in flight");
+            if outcome.scheduled.is_none() && inst.role != Role::Decode {
+                outcome.scheduled = Some(now);
             }
             inst.running.push(seq);
             inst.plan.push((inst.running.len() - 1, tokens));
@@ -773,12 +832,13 @@ impl Sim<'_> {
                 seq.kv += repeat;
                 seq.generated += 1 + repeat;
                 inst.load = inst.load.saturating_sub(1 + u64::from(repeat));
-                let outcome = &mut self.outcomes[seq.request];
+                let outcome = self.outcomes.get_mut(&seq.request).expect("in flight");
                 if outcome.first_token.is_none() {
                     outcome.first_token = Some(now);
                 }
                 if seq.generated >= seq.output {
                     outcome.last_token = Some(now);
+                    self.finished.push(seq.request);
                     done.push(index);
                 } else if role == Role::Prefill {
                     handoff.push(index);
@@ -807,11 +867,11 @@ impl Sim<'_> {
 
     /// Sends the KV of a prefilled sequence to a decode instance.
     fn transfer(&mut self, seq: Seq) {
-        let r = &self.requests[seq.request];
+        let r = Rc::clone(&self.requests[&seq.request]);
         let bytes = f64::from(r.prompt + 1) * self.cost.kv_bytes;
         let seconds = self.config.cluster.link_latency_s + bytes / (self.config.cluster.link_gbs * 1e9);
         let decode = self.route(1, seq.request);
-        let outcome = &mut self.outcomes[seq.request];
+        let outcome = self.outcome(seq.request);
         outcome.decode_instance = Some(decode);
         outcome.transfer_s = Some(seconds);
         outcome.transfer_bytes = Some(bytes);
