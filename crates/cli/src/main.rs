@@ -263,6 +263,8 @@ struct MergeCliArgs {
     /// Replace the output if it exists.
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -773,6 +775,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 token_slack: args.token_slack,
                 client_sources: args.client_source,
                 force: args.force,
+                query: args.engine.options(),
             };
             let manifest = infertrace::merge(&merge_args)?;
             out.write_all(infertrace::render_merge(&manifest, &merge_args.output).as_bytes())?;

@@ -65,13 +65,27 @@ pub fn replay_to(
         .datasets()
         .register_ordered::<RequestRow>(name, &columns)
         .map_err(|e| stream::engine_error(e, query, what))?;
+    // The simulation's order: its arrival offsets (as `infertrace_replay::request` computes them), then the index;
+    // rows already in arrival order are in that order as they are.
     let frame = session
-        .block_on(session.datasets().sql(&format!(
-            "SELECT * FROM {name} WHERE arrival_time IS NOT NULL AND input_tokens IS NOT NULL \
-             ORDER BY CAST(arrow_cast(arrival_time, 'Int64') - ({origin}) AS DOUBLE) / CAST(1000000000 AS DOUBLE) \
-             / CAST('{:?}' AS DOUBLE), {ORDINAL}",
-            options.rate_scale
-        )))
+        .block_on(async {
+            let order = if session.datasets().arrivals_sorted().await? {
+                String::new()
+            } else {
+                format!(
+                    "CAST(arrow_cast(arrival_time, 'Int64') - ({origin}) AS DOUBLE) / CAST(1000000000 AS DOUBLE) \
+                     / CAST('{:?}' AS DOUBLE), ",
+                    options.rate_scale
+                )
+            };
+            session
+                .datasets()
+                .sql(&format!(
+                    "SELECT * FROM {name} WHERE arrival_time IS NOT NULL AND input_tokens IS NOT NULL \
+                     ORDER BY {order}{ORDINAL}"
+                ))
+                .await
+        })
         .map_err(|e| stream::engine_error(e, query, what))?;
     let batches = session.batches(frame).map_err(|e| stream::engine_error(e, query, what))?;
     // The rows of each batch in turn; a read error ends the stream and is reported after the replay.

@@ -212,9 +212,16 @@ fn the_commands_print_write_and_refuse() {
     assert_eq!(text(&run.stdout), serde_json::to_string_pretty(&sim).unwrap() + "\n");
     let bytes = |d: &Path| std::fs::read(d.join("requests.parquet")).unwrap();
     assert!(bytes(&small) == bytes(&output), "requests.parquet differs with one thread and 16 MiB");
-    let run = infertrace(&["cache-sim", dataset, "--tier", "gpu=1M", "--memory-limit", "1M"]);
+    // The trace is in arrival order, so it is read as it is, without a sort: 1 MiB is enough. Writing the dataset
+    // sorts the hits back into input order, and a sort needs more: a one-line error names the option.
+    let tight = ["cache-sim", dataset, "--tier", "cpu=3M", "--tier", "gpu=500k", "--json", "--memory-limit", "1M"];
+    let run = infertrace(&tight);
+    assert_eq!(text(&run.stdout), serde_json::to_string_pretty(&sim).unwrap() + "\n", "{}", text(&run.stderr));
+    let tight_out = dir.path().join("tight");
+    let run = infertrace(&[&tight[..], &["-o", tight_out.to_str().unwrap()]].concat());
     assert_eq!(run.status.code(), Some(2));
     assert!(text(&run.stderr).contains("--memory-limit (1 MiB)"), "{}", text(&run.stderr));
+    assert!(!tight_out.exists(), "a failed run leaves no dataset");
 
     // Writing again needs --force.
     let again = infertrace(&["cache-sim", dataset, "--tier", "gpu=1M", "-o", output_arg]);

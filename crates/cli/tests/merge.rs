@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::fs;
 use std::process::{Command, Output};
 
 use infertrace_schema::{Dataset, RequestRow, Status, Table as _};
@@ -76,6 +77,32 @@ fn a_server_trace_and_a_client_export_of_one_run_merge_by_request_id() {
     assert!(stderr.starts_with("error: cannot write output") && stderr.lines().count() == 1, "{stderr}");
     let forced = infertrace(&["merge", &path(&server), &path(&client), "-o", &path(&merged), "--force"]);
     assert_eq!(forced.status.code(), Some(0));
+
+    // The rows are read and sorted through the query engine: one thread and a 16 MiB budget write the same bytes.
+    let small = dir.path().join("small");
+    let args =
+        ["merge", &path(&server), &path(&client), "-o", &path(&small), "--threads", "1", "--memory-limit", "16M"];
+    assert_eq!(infertrace(&args).status.code(), Some(0));
+    for table in ["requests.parquet", "samples.parquet", "cache_events.parquet"] {
+        assert!(fs::read(merged.join(table)).unwrap() == fs::read(small.join(table)).unwrap(), "{table}");
+    }
+
+    // One source has nothing to match: its rows come out as they are, by arrival, every one unmatched.
+    let alone = dir.path().join("alone");
+    assert_eq!(infertrace(&["merge", &path(&server), "-o", &path(&alone)]).status.code(), Some(0));
+    let dataset = Dataset::open(&alone).unwrap();
+    let record = dataset.manifest.merge.as_ref().unwrap();
+    assert_eq!(record.rows_in.get("dynamo-request-trace"), Some(&3));
+    assert_eq!(record.unmatched.get("dynamo-request-trace"), Some(&3));
+    assert_eq!((record.matched_by_id, record.merged_requests), (0, 0));
+    let rows = RequestRow::from_batch(&dataset.requests).unwrap();
+    let arrivals: Vec<i64> = rows.iter().map(|r| r.arrival_time.unwrap()).collect();
+    assert!(arrivals.is_sorted() && rows.iter().all(|r| r.source == "dynamo-request-trace"), "{arrivals:?}");
+
+    // The same dataset twice is refused: its rows would be merged with themselves.
+    let twice = infertrace(&["merge", &path(&server), &path(&server), "-o", &path(&dir.path().join("twice"))]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(String::from_utf8(twice.stderr).unwrap().contains("is given twice"));
 }
 
 #[test]

@@ -100,7 +100,7 @@ pub use compute::{
     MetricsOptions, NULL_GROUP, Reasoning, Reuse, Throughput, TimeSplit,
 };
 pub use cost::{Cost, CostError, CostProfile};
-pub use merge::{MergeError, MergeOptions, Merged, merge};
+pub use merge::{MergeError, MergeKey, MergeOptions, MergePlan, Merged, combine, merge, plan};
 pub use query::{compute_dirs, compute_over, rows_in_input_order};
 pub use slo::{Latency, Slo, SloError};
 pub use stats::{Distribution, SampleSummary};

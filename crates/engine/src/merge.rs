@@ -38,6 +38,10 @@
 //!
 //! Output rows are ordered by arrival (rows without one last), then by request order. Samples and cache events
 //! are concatenated, dataset after dataset, and keep their own `source`.
+//!
+//! Key decision: matching reads only each row's [`MergeKey`] ([`plan`]), and the output rows are made from the
+//! full rows one request at a time ([`combine`]), so that the CLI holds the keys, not the rows, and streams the
+//! rows sorted by their place in the output. [`merge`] is the same over datasets read into memory.
 
 use infertrace_schema::{CacheEvent, Dataset, EngineSample, MergeRecord, RequestRow, Status, Table as _, request};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -96,7 +100,8 @@ pub const CLIENT_FIRST: &[&str] = &[
     request::ERROR,
 ];
 
-/// Merges the rows of `datasets` (see the module documentation).
+/// Merges the rows of `datasets` (see the module documentation), held in memory: [`plan`] over their keys, then
+/// [`combine`] per request.
 pub fn merge(datasets: &[Dataset], options: &MergeOptions) -> Result<Merged, MergeError> {
     let mut rows = Vec::new();
     let mut merged = Merged::default();
@@ -110,10 +115,56 @@ pub fn merge(datasets: &[Dataset], options: &MergeOptions) -> Result<Merged, Mer
         // Negative spans stay null, as in `normalize`.
         let _ = row.fill_durations();
     }
-    let (requests, record) = join(rows, options);
-    merged.requests = requests;
+    let keys: Vec<MergeKey> = rows.iter().map(MergeKey::of).collect();
+    let MergePlan { requests, mut record } = plan(&keys, options);
+    for members in requests {
+        let row = match members[..] {
+            [only] => rows[only].clone(),
+            _ => combine(members.iter().map(|&i| &rows[i]).collect(), &options.client_sources, &mut record),
+        };
+        merged.requests.push(row);
+    }
     merged.record = record;
     Ok(merged)
+}
+
+/// What matching reads of a row: its source, its `request_id` unless an adapter made it up, its arrival and token
+/// counts. A few dozen bytes a row, where the row is a few hundred.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeKey {
+    /// `source`.
+    pub source: std::sync::Arc<str>,
+    /// `request_id`, unless an adapter made it up (see the module documentation).
+    pub id: Option<Box<str>>,
+    /// `arrival_time`.
+    pub arrival: Option<i64>,
+    /// `input_tokens`.
+    pub input: Option<u32>,
+    /// `output_tokens`.
+    pub output: Option<u32>,
+}
+
+impl MergeKey {
+    /// The key of `row`.
+    pub fn of(row: &RequestRow) -> Self {
+        Self {
+            source: row.source.as_str().into(),
+            id: (!synthetic_id(row)).then(|| row.request_id.as_str().into()),
+            arrival: row.arrival_time,
+            input: row.input_tokens,
+            output: row.output_tokens,
+        }
+    }
+}
+
+/// The requests of a merge, in output order (by arrival, rows without one last, then in the order they were made),
+/// each the indices of its rows; and the record of what was done (without `columns`, which [`combine`] counts).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MergePlan {
+    /// Per output row, the indices of its rows in the input.
+    pub requests: Vec<Vec<usize>>,
+    /// Counts for the manifest.
+    pub record: MergeRecord,
 }
 
 /// A request being assembled: indices of its rows (at most one per source).
@@ -122,7 +173,9 @@ struct Request {
     arrival: Option<i64>,
 }
 
-fn join(rows: Vec<RequestRow>, options: &MergeOptions) -> (Vec<RequestRow>, MergeRecord) {
+/// Matches the rows whose keys are `keys` (see the module documentation).
+pub fn plan(keys: &[MergeKey], options: &MergeOptions) -> MergePlan {
+    let rows = keys;
     let mut record = MergeRecord {
         tolerance_ns: options.tolerance_ns,
         token_slack: options.token_slack,
@@ -131,7 +184,7 @@ fn join(rows: Vec<RequestRow>, options: &MergeOptions) -> (Vec<RequestRow>, Merg
     };
     let mut by_source: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, row) in rows.iter().enumerate() {
-        by_source.entry(row.source.as_str()).or_default().push(i);
+        by_source.entry(&row.source).or_default().push(i);
     }
     let mut requests: Vec<Request> = Vec::new();
     // Request of each row, and requests by the (real) ids of their rows.
@@ -144,9 +197,10 @@ fn join(rows: Vec<RequestRow>, options: &MergeOptions) -> (Vec<RequestRow>, Merg
         // 1. By id.
         for &i in members {
             let row = &rows[i];
-            let target = (!synthetic_id(row))
-                .then(|| by_id.get(row.request_id.as_str()))
-                .flatten()
+            let target = row
+                .id
+                .as_deref()
+                .and_then(|id| by_id.get(id))
                 .and_then(|candidates| candidates.iter().copied().find(|&r| !sources_of[r].contains(source)));
             match target {
                 Some(r) => {
@@ -168,7 +222,7 @@ fn join(rows: Vec<RequestRow>, options: &MergeOptions) -> (Vec<RequestRow>, Merg
         let mut pairs: Vec<(u64, usize, usize)> = Vec::new();
         let mut candidates: HashMap<usize, u32> = HashMap::new();
         for &i in &alone {
-            let Some(arrival) = rows[i].arrival_time else { continue };
+            let Some(arrival) = rows[i].arrival else { continue };
             let from = open.partition_point(|&(a, _)| a < arrival.saturating_sub(tolerance));
             for &(a, r) in open[from..].iter().take_while(|&&(a, _)| a <= arrival.saturating_add(tolerance)) {
                 let verdicts = requests[r].rows.iter().map(|&j| tokens_agree(&rows[i], &rows[j], options.token_slack));
@@ -201,8 +255,8 @@ fn join(rows: Vec<RequestRow>, options: &MergeOptions) -> (Vec<RequestRow>, Merg
         }
         // Ids of this source's rows become joinable for later sources.
         for &i in members {
-            if let (Some(r), false) = (owner[i], synthetic_id(&rows[i])) {
-                let list = by_id.entry(rows[i].request_id.as_str()).or_default();
+            if let (Some(r), Some(id)) = (owner[i], rows[i].id.as_deref()) {
+                let list = by_id.entry(id).or_default();
                 if !list.contains(&r) {
                     list.push(r);
                 }
@@ -216,17 +270,15 @@ fn join(rows: Vec<RequestRow>, options: &MergeOptions) -> (Vec<RequestRow>, Merg
     order.sort_by_key(|&r| (requests[r].arrival.is_none(), requests[r].arrival, r));
     let mut out = Vec::with_capacity(requests.len());
     for r in order {
-        let members = &requests[r].rows;
+        let members = std::mem::take(&mut requests[r].rows);
         if let [only] = members[..] {
-            *record.unmatched.entry(rows[only].source.clone()).or_default() += 1;
-            out.push(rows[only].clone());
-            continue;
+            *record.unmatched.entry(rows[only].source.to_string()).or_default() += 1;
+        } else {
+            record.merged_requests += 1;
         }
-        record.merged_requests += 1;
-        let row = combine(members.iter().map(|&i| &rows[i]).collect(), &options.client_sources, &mut record);
-        out.push(row);
+        out.push(members);
     }
-    (out, record)
+    MergePlan { requests: out, record }
 }
 
 /// Adds row `i` to request `r`.
@@ -236,11 +288,11 @@ fn attach<'a>(
     owner: &mut [Option<usize>],
     r: usize,
     i: usize,
-    row: &'a RequestRow,
+    row: &'a MergeKey,
 ) {
     requests[r].rows.push(i);
-    requests[r].arrival = requests[r].arrival.or(row.arrival_time);
-    sources_of[r].insert(row.source.as_str());
+    requests[r].arrival = requests[r].arrival.or(row.arrival);
+    sources_of[r].insert(&row.source);
     owner[i] = Some(r);
 }
 
@@ -259,14 +311,15 @@ fn synthetic_id(row: &RequestRow) -> bool {
 }
 
 /// Whether the token counts two rows both have agree within `slack`; `None` when they have none in common.
-fn tokens_agree(a: &RequestRow, b: &RequestRow, slack: u32) -> Option<bool> {
-    let pairs = [(a.input_tokens, b.input_tokens), (a.output_tokens, b.output_tokens)];
+fn tokens_agree(a: &MergeKey, b: &MergeKey, slack: u32) -> Option<bool> {
+    let pairs = [(a.input, b.input), (a.output, b.output)];
     let compared: Vec<bool> = pairs.iter().filter_map(|&(x, y)| Some(x?.abs_diff(y?) <= slack)).collect();
     (!compared.is_empty()).then(|| compared.iter().all(|&ok| ok))
 }
 
-/// One row out of the rows of one request (one per source), column by column (see the module documentation).
-fn combine(mut members: Vec<&RequestRow>, clients: &BTreeSet<String>, record: &mut MergeRecord) -> RequestRow {
+/// One row out of the rows of one request (one per source), column by column (see the module documentation);
+/// counts in `record.columns` which source filled each column.
+pub fn combine(mut members: Vec<&RequestRow>, clients: &BTreeSet<String>, record: &mut MergeRecord) -> RequestRow {
     members.sort_by(|a, b| a.source.cmp(&b.source));
     let is_client = |m: &&&RequestRow| clients.contains(&m.source);
     let client_first: Vec<&RequestRow> =

@@ -70,6 +70,14 @@ pub enum QueryError {
         /// What the engine said.
         message: String,
     },
+    /// The same dataset was given twice: its rows would count twice in some figures and once in others.
+    #[error("dataset {} is given twice (as {} and {}): give each dataset once", first.display(), first.display(), again.display())]
+    Twice {
+        /// The first time it was given.
+        first: PathBuf,
+        /// The second.
+        again: PathBuf,
+    },
     /// The query engine failed: a query that does not parse or plan, a file that does not decode, no room to spill.
     /// Its message is the innermost error's, on one line.
     #[error("{}", one_line(.0))]
@@ -127,6 +135,15 @@ impl std::fmt::Debug for Datasets {
 impl Datasets {
     /// Registers the datasets at `dirs`, checking every manifest and table file first.
     pub async fn open(dirs: &[PathBuf], options: &QueryOptions) -> Result<Self, QueryError> {
+        let mut seen: BTreeMap<PathBuf, &PathBuf> = BTreeMap::new();
+        for dir in dirs {
+            // A directory that does not resolve fails below, with the dataset's own error.
+            if let Ok(real) = std::fs::canonicalize(dir)
+                && let Some(first) = seen.insert(real, dir)
+            {
+                return Err(QueryError::Twice { first: first.clone(), again: dir.clone() });
+            }
+        }
         let manifests = dirs
             .iter()
             .map(|dir| infertrace_schema::read_manifest(dir).map_err(dataset_error(dir)))
@@ -193,22 +210,57 @@ impl Datasets {
 
     /// The request rows in replay order: by `arrival_time`, rows without one last, ties in input order; with
     /// `columns` and [`ORDINAL`] (see [`register_ordered`](Self::register_ordered)). The sort spills past the
-    /// session's memory budget. It registers the table `infertrace_by_arrival`.
+    /// session's memory budget; when the rows are in that order already ([`arrivals_sorted`](Self::arrivals_sorted))
+    /// they are read as they are. It registers the tables `infertrace_by_arrival` and `infertrace_arrivals`.
     pub async fn requests_by_arrival(&self, columns: &[&str]) -> Result<DataFrame, QueryError> {
         let mut read: Vec<&str> = columns.to_vec();
         if !read.contains(&ARRIVAL_TIME) {
             read.push(ARRIVAL_TIME);
         }
+        let sorted = self.arrivals_sorted().await?;
         self.register_ordered::<RequestRow>(BY_ARRIVAL, &read)?;
         let selected = columns.iter().map(|c| format!("\"{c}\", ")).collect::<String>();
-        self.sql(&format!(
-            "SELECT {selected}{ORDINAL} FROM {BY_ARRIVAL} ORDER BY {ARRIVAL_TIME} ASC NULLS LAST, {ORDINAL}"
-        ))
-        .await
+        let order = if sorted { String::new() } else { format!("{ARRIVAL_TIME} ASC NULLS LAST, ") };
+        self.sql(&format!("SELECT {selected}{ORDINAL} FROM {BY_ARRIVAL} ORDER BY {order}{ORDINAL}")).await
+    }
+
+    /// Whether the request rows in input order are already in replay order: arrivals never decrease, and rows
+    /// without one come after every row with one. Traces are usually written in arrival order, and then a replay
+    /// reads them as they are instead of sorting them (one pass over one column decides).
+    pub async fn arrivals_sorted(&self) -> Result<bool, QueryError> {
+        use datafusion::arrow::array::{Array as _, AsArray as _};
+        use futures::StreamExt as _;
+        self.register_ordered::<RequestRow>(ARRIVALS, &[ARRIVAL_TIME])?;
+        let frame =
+            self.sql(&format!("SELECT arrow_cast({ARRIVAL_TIME}, 'Int64') FROM {ARRIVALS} ORDER BY {ORDINAL}")).await?;
+        let mut stream = frame.execute_stream().await?;
+        // The last arrival seen; `None` once a row without one was seen.
+        let mut last: Option<Option<i64>> = None;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            let column = batch.column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+            for i in 0..batch.num_rows() {
+                let arrival = column.is_valid(i).then(|| column.value(i));
+                let in_order = match (last, arrival) {
+                    (None, _) | (Some(_), None) => true,
+                    (Some(Some(previous)), Some(a)) => previous <= a,
+                    (Some(None), Some(_)) => false,
+                };
+                if !in_order {
+                    return Ok(false);
+                }
+                last = Some(match (last, arrival) {
+                    (Some(None), _) | (_, None) => None,
+                    (_, Some(a)) => Some(a),
+                });
+            }
+        }
+        Ok(true)
     }
 }
 
 const BY_ARRIVAL: &str = "infertrace_by_arrival";
+const ARRIVALS: &str = "infertrace_arrivals";
 const ARRIVAL_TIME: &str = infertrace_schema::request::ARRIVAL_TIME;
 
 /// [`Datasets`] with a runtime of their own, for a caller that is not async: it runs the session's futures, hands

@@ -325,3 +325,62 @@ fn a_session_walks_requests_in_replay_order_without_sorting_by_ordinal() {
     assert!(!plan.contains("SortExec"), "{plan}");
     assert!(session.scratch().is_dir());
 }
+
+#[test]
+fn a_dataset_given_twice_is_refused() {
+    let (root, dirs) = two_datasets();
+    // The same directory under another spelling: its rows would count twice in some figures, once in others.
+    let again = root.path().join("plain/../plain");
+    let error = runtime()
+        .block_on(Datasets::open(&[dirs[0].clone(), dirs[1].clone(), again.clone()], &QueryOptions::default()))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "dataset {} is given twice (as {} and {}): give each dataset once",
+            dirs[0].display(),
+            dirs[0].display(),
+            again.display()
+        )
+    );
+}
+
+#[test]
+fn rows_already_in_arrival_order_are_read_without_a_sort() {
+    let (root, dirs) = two_datasets();
+    let plan_of = |dirs: &[PathBuf]| {
+        let session = Session::open(dirs, &QueryOptions::default()).unwrap();
+        session.block_on(async {
+            let sorted = session.datasets().arrivals_sorted().await.unwrap();
+            let frame = session.datasets().requests_by_arrival(&["request_id"]).await.unwrap();
+            let plan = frame.create_physical_plan().await.unwrap();
+            (sorted, displayable(plan.as_ref()).indent(false).to_string())
+        })
+    };
+    // The plain dataset alone arrives at 1, 2, 3 s: read as it is.
+    let (sorted, plan) = plan_of(&dirs[..1]);
+    assert!(sorted && !plan.contains("SortExec"), "{plan}");
+    // Then the partitioned one, whose parts come 1, 3, 2 s: sorted.
+    let (sorted, plan) = plan_of(&dirs);
+    assert!(!sorted && plan.contains("SortExec"), "{plan}");
+    // A row without an arrival before one with: sorted too.
+    let late = root.path().join("late");
+    let mut writer = DatasetWriter::create(&late, false).unwrap();
+    for arrival in [Some(S), None, Some(2 * S)] {
+        let row = RequestRow { source: "x".into(), arrival_time: arrival, ..RequestRow::default() };
+        writer.push_request(&row).unwrap();
+    }
+    writer.finish(manifest()).unwrap();
+    assert!(!plan_of(&[late]).0);
+    // Rows without one all at the end are in order.
+    let tail = root.path().join("tail");
+    let mut writer = DatasetWriter::create(&tail, false).unwrap();
+    for arrival in [Some(S), Some(S), None, None] {
+        let row = RequestRow { source: "x".into(), arrival_time: arrival, ..RequestRow::default() };
+        writer.push_request(&row).unwrap();
+    }
+    writer.finish(manifest()).unwrap();
+    assert!(plan_of(&[tail]).0);
+}
+
+const S: i64 = 1_000_000_000;
