@@ -532,6 +532,8 @@ struct CalibrateArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -957,7 +959,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Calibrate(args) => {
             let catalog = infertrace::replay::catalog(args.catalog.as_deref())?;
-            let (fitted, calibration) = infertrace::replay::calibrate_from(&args.datasets, &args.config, &catalog)?;
+            let (fitted, calibration) =
+                infertrace::replay::calibrate_from(&args.datasets, &args.config, &catalog, &args.engine.options())?;
             if let Some(path) = &args.output {
                 let text = toml::to_string(&fitted).context("the configuration serializes")?;
                 std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;

@@ -10,7 +10,6 @@ use infertrace_engine::{
     compute_dirs,
 };
 use infertrace_query::QueryOptions;
-use infertrace_schema::Dataset;
 
 use crate::summary::render_table;
 
@@ -24,14 +23,6 @@ pub fn metrics(paths: &[PathBuf], options: &MetricsOptions) -> Result<Metrics> {
 /// engine as `query` allows (memory budget, spill directory, threads).
 pub fn metrics_with(paths: &[PathBuf], options: &MetricsOptions, query: &QueryOptions) -> Result<Metrics> {
     compute_dirs(paths, options, query).map_err(|e| crate::stream::engine_error(e, query, "compute the metrics"))
-}
-
-/// Opens every dataset of `paths`; the error names the first that cannot be read.
-pub fn open_datasets(paths: &[PathBuf]) -> Result<Vec<Dataset>> {
-    paths
-        .iter()
-        .map(|path| Dataset::open(path).with_context(|| format!("cannot read dataset {}", path.display())))
-        .collect()
 }
 
 /// Reads and checks the cost profile at `path` (TOML; see `infertrace_engine::cost`).

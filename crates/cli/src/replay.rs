@@ -6,19 +6,20 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
 use arrow::array::{Array as _, AsArray as _};
+use arrow::datatypes::Float64Type;
 use infertrace_engine::format::{count, percent, seconds};
-use infertrace_engine::read;
 use infertrace_model::Catalog;
+use infertrace_query::datafusion::dataframe::DataFrameWriteOptions;
 use infertrace_query::datafusion::prelude::ParquetReadOptions;
 use infertrace_query::{ORDINAL, QueryOptions, Session};
-use infertrace_replay::calibrate::{Calibration, Errors, calibrate};
+use infertrace_replay::calibrate::{CALIBRATION_REPLAY, Calibration, Errors, Means, calibrate_by};
 use infertrace_replay::{Config, ReplayOptions, Replayed, replay_stream};
 use infertrace_schema::{
     Assumptions, DatasetWriter, Manifest, Producer, RequestRow, RowCounts, SCHEMA_VERSION, Table, TableBuilder as _,
 };
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::metrics::open_datasets;
 use crate::stream;
 
 /// Reads and checks a cluster configuration.
@@ -29,11 +30,6 @@ pub fn read_config(path: &Path) -> Result<Config> {
 }
 
 pub use crate::model::catalog;
-
-/// The request rows of datasets, taken together, durations filled.
-pub fn rows(datasets: &[PathBuf]) -> Result<Vec<RequestRow>> {
-    Ok(open_datasets(datasets)?.iter().flat_map(read::requests).collect())
-}
 
 /// Replays `datasets` on `config` and writes the result to `output`; with `timing`, prints the wall time of the
 /// replay (reading the sorted requests and simulating, without writing) to stderr — never into an output.
@@ -72,11 +68,7 @@ pub fn replay_to(
             let order = if session.datasets().arrivals_sorted().await? {
                 String::new()
             } else {
-                format!(
-                    "CAST(arrow_cast(arrival_time, 'Int64') - ({origin}) AS DOUBLE) / CAST(1000000000 AS DOUBLE) \
-                     / CAST('{:?}' AS DOUBLE), ",
-                    options.rate_scale
-                )
+                arrival_order(origin, options)
             };
             session
                 .datasets()
@@ -295,13 +287,145 @@ pub fn render_replay(replayed: &Replayed, output: &Path) -> String {
 }
 
 /// Calibrates `config` against the measured datasets.
-pub fn calibrate_from(datasets: &[PathBuf], config_path: &Path, catalog: &Catalog) -> Result<(Config, Calibration)> {
+///
+/// The measured means are summed over the requests in input order. The replayable requests are written once, in
+/// replay order, to a scratch file that each of the calibration's few hundred replays streams; a replay keeps each
+/// row's three durations (24 bytes a row) to sum them in input order, not the rows.
+pub fn calibrate_from(
+    datasets: &[PathBuf],
+    config_path: &Path,
+    catalog: &Catalog,
+    query: &QueryOptions,
+) -> Result<(Config, Calibration)> {
     let config = read_config(config_path)?;
-    let rows = rows(datasets)?;
-    let calibration = calibrate(&config, catalog, &rows).map_err(|e| anyhow!("cannot calibrate: {e}"))?;
+    let session = stream::open(datasets, query)?;
+    let measured = measured_means(&session, query)?;
+    let (rows, _, origin) = replay_counts(&session, query)?;
+    let requests = session.scratch().join("calibrate.parquet");
+    write_replay_order(&session, query, origin, &requests)?;
+    let calibration = calibrate_by(&config, measured, |c| replayed_means(c, catalog, origin, &requests, rows))?;
     let mut fitted = config;
     fitted.efficiency = calibration.efficiency;
     Ok((fitted, calibration))
+}
+
+/// The means of `ttft_s`, `tpot_s` and `e2e_s` over the requests (durations filled from their instants), summed
+/// in input order.
+fn measured_means(session: &Session, query: &QueryOptions) -> Result<Means> {
+    let what = "read the measured durations";
+    let frame = session
+        .block_on(infertrace_engine::rows_in_input_order(session.datasets(), &["ttft", "tpot", "e2e"]))
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    let mut sums = DurationSums::default();
+    stream::for_each_batch(session, frame, query, what, |batch| {
+        let columns: Vec<_> = (0..3).map(|c| batch.column(c).as_primitive::<Float64Type>()).collect();
+        for i in 0..batch.num_rows() {
+            sums.add(columns.iter().map(|c| c.is_valid(i).then(|| c.value(i))));
+        }
+        Ok(())
+    })?;
+    Ok(sums.means())
+}
+
+/// Σ and count of each of the three durations, in the order added, from −0.0 as [`Means::of`] sums.
+#[derive(Debug)]
+struct DurationSums([(f64, u64); 3]);
+
+impl Default for DurationSums {
+    fn default() -> Self {
+        Self([(-0.0, 0); 3])
+    }
+}
+
+impl DurationSums {
+    fn add(&mut self, values: impl Iterator<Item = Option<f64>>) {
+        for (slot, value) in self.0.iter_mut().zip(values) {
+            if let Some(v) = value.filter(|v| v.is_finite()) {
+                slot.0 += v;
+                slot.1 += 1;
+            }
+        }
+    }
+
+    fn means(&self) -> Means {
+        let mean = |(sum, n): (f64, u64)| (n > 0).then(|| sum / n as f64);
+        Means { ttft_s: mean(self.0[0]), tpot_s: mean(self.0[1]), e2e_s: mean(self.0[2]) }
+    }
+}
+
+/// The columns a replay reads of a request.
+const REPLAYED_COLUMNS: [&str; 5] = ["arrival_time", "input_tokens", "output_tokens", "prefix_hashes", "block_size"];
+
+/// Writes the replayable requests, with [`REPLAYED_COLUMNS`] and their ordinal, in the simulation's order.
+fn write_replay_order(session: &Session, query: &QueryOptions, origin: i64, path: &Path) -> Result<()> {
+    let what = "sort the requests by arrival";
+    let name = "infertrace_calibrate";
+    let datasets = session.datasets();
+    datasets
+        .register_ordered::<RequestRow>(name, &REPLAYED_COLUMNS)
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    session
+        .block_on(async {
+            let order = if datasets.arrivals_sorted().await? {
+                String::new()
+            } else {
+                arrival_order(origin, &CALIBRATION_REPLAY)
+            };
+            let options = DataFrameWriteOptions::new().with_single_file_output(true);
+            datasets
+                .sql(&format!(
+                    "SELECT * FROM {name} WHERE arrival_time IS NOT NULL AND input_tokens IS NOT NULL \
+                     ORDER BY {order}{ORDINAL}"
+                ))
+                .await?
+                .write_parquet(&path.to_string_lossy(), options, None)
+                .await?;
+            Ok::<(), infertrace_query::QueryError>(())
+        })
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    Ok(())
+}
+
+/// The SQL sort keys of the simulation's order before the ordinal: its arrival offsets, as
+/// `infertrace_replay::request` computes them.
+fn arrival_order(origin: i64, options: &ReplayOptions) -> String {
+    format!(
+        "CAST(arrow_cast(arrival_time, 'Int64') - ({origin}) AS DOUBLE) / CAST(1000000000 AS DOUBLE) \
+         / CAST('{:?}' AS DOUBLE), ",
+        options.rate_scale
+    )
+}
+
+/// The means of the requests of the file at `path` (see [`write_replay_order`]) replayed on `config`, summed in
+/// input order (`rows` requests in all).
+fn replayed_means(config: &Config, catalog: &Catalog, origin: i64, path: &Path, rows: u64) -> Result<Means> {
+    let context = || format!("cannot read scratch file {}", path.display());
+    let file = std::fs::File::open(path).with_context(context)?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file).with_context(context)?.build().with_context(context)?;
+    let failed: std::cell::RefCell<Option<anyhow::Error>> = std::cell::RefCell::new(None);
+    let arrivals = reader
+        .map_while(|batch| match batch.with_context(context).and_then(|b| stream::rows_of::<RequestRow>(&b)) {
+            Ok((rows, ordinals)) => Some(rows.into_iter().zip(ordinals).map(|(row, n)| (n as usize, row))),
+            Err(e) => {
+                *failed.borrow_mut() = Some(e);
+                None
+            }
+        })
+        .flatten();
+    let mut durations: Vec<[f64; 3]> = vec![[f64::NAN; 3]; usize::try_from(rows).unwrap_or(usize::MAX)];
+    replay_stream(config, catalog, origin, arrivals, &CALIBRATION_REPLAY, &mut |i, row| {
+        let value = |d: Option<f64>| d.unwrap_or(f64::NAN);
+        durations[i] = [value(row.ttft_s), value(row.tpot_s), value(row.e2e_s)];
+    })
+    .map_err(|e| anyhow!("cannot calibrate: {e}"))?;
+    if let Some(error) = failed.into_inner() {
+        return Err(error);
+    }
+    let mut sums = DurationSums::default();
+    for d in &durations {
+        sums.add(d.iter().map(|&v| Some(v)));
+    }
+    Ok(sums.means())
 }
 
 fn error_cell(e: Option<f64>) -> String {

@@ -88,7 +88,6 @@ pub mod cost;
 pub mod format;
 pub mod merge;
 mod query;
-pub mod read;
 pub mod series;
 pub mod slo;
 pub mod stats;

@@ -89,17 +89,28 @@ fn grid(center: f64, step: f64, lo: f64, hi: f64) -> Vec<f64> {
     values
 }
 
-/// Fits the efficiency factors of `config` to the measured `rows`.
+/// The options of every replay a calibration runs: arrivals as measured, no samples.
+pub const CALIBRATION_REPLAY: ReplayOptions = ReplayOptions { rate_scale: 1.0, sample_interval_s: 0.0 };
+
+/// Fits the efficiency factors of `config` to the measured `rows`, held in memory.
 pub fn calibrate(config: &Config, catalog: &Catalog, rows: &[RequestRow]) -> Result<Calibration, ReplayError> {
-    let measured = Means::of(rows);
-    let options = ReplayOptions { rate_scale: 1.0, sample_interval_s: 0.0 };
+    calibrate_by(config, Means::of(rows), |c| Ok(Means::of(&replay(c, catalog, rows, &CALIBRATION_REPLAY)?.requests)))
+}
+
+/// Fits the efficiency factors of `config` to the `measured` means, where `replay(c)` gives the means of the
+/// measured rows replayed on configuration `c` with [`CALIBRATION_REPLAY`] (each mean summed over the replayed rows
+/// in input order, as [`Means::of`] does). It is called a few hundred times.
+pub fn calibrate_by<E>(
+    config: &Config,
+    measured: Means,
+    mut replay: impl FnMut(&Config) -> Result<Means, E>,
+) -> Result<Calibration, E> {
     let mut replays = 0u64;
-    let mut run = |efficiency: Efficiency| -> Result<(Means, Errors), ReplayError> {
+    let mut run = |efficiency: Efficiency| -> Result<(Means, Errors), E> {
         let mut c = config.clone();
         c.efficiency = efficiency;
         replays += 1;
-        let replayed = replay(&c, catalog, rows, &options)?;
-        let means = Means::of(&replayed.requests);
+        let means = replay(&c)?;
         Ok((means, means.errors(&measured)))
     };
     let (before, before_errors) = run(config.efficiency)?;
