@@ -1,12 +1,14 @@
 //! `infertrace replay` and `infertrace calibrate`: read datasets and a cluster configuration, simulate, write a
 //! canonical dataset.
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow};
-use arrow::array::{Array as _, AsArray as _};
-use arrow::datatypes::Float64Type;
+use arrow::array::{Array as _, AsArray as _, RecordBatch, UInt64Array};
+use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use infertrace_engine::format::{count, percent, seconds};
 use infertrace_model::Catalog;
 use infertrace_query::datafusion::dataframe::DataFrameWriteOptions;
@@ -80,22 +82,8 @@ pub fn replay_to(
         })
         .map_err(|e| stream::engine_error(e, query, what))?;
     let batches = session.batches(frame).map_err(|e| stream::engine_error(e, query, what))?;
-    // The rows of each batch in turn; a read error ends the stream and is reported after the replay.
-    let failed: std::cell::RefCell<Option<anyhow::Error>> = std::cell::RefCell::new(None);
-    let arrivals = batches
-        .map_while(|batch| {
-            match batch
-                .map_err(|e| stream::engine_error(e, query, what))
-                .and_then(|b| stream::rows_of::<RequestRow>(&b))
-            {
-                Ok((rows, ordinals)) => Some(rows.into_iter().zip(ordinals).map(|(row, n)| (n as usize, row))),
-                Err(e) => {
-                    *failed.borrow_mut() = Some(e);
-                    None
-                }
-            }
-        })
-        .flatten();
+    let failed = RefCell::new(None);
+    let arrivals = indexed_rows(batches.map(|b| b.map_err(|e| stream::engine_error(e, query, what))), &failed);
     let mut written: Result<()> = Ok(());
     let mut replayed = replay_stream(&config, catalog, origin, arrivals, options, &mut |i, row| {
         if written.is_ok() {
@@ -124,6 +112,23 @@ pub fn replay_to(
     Ok(replayed)
 }
 
+/// The rows of each batch in turn, each with its ordinal. An error ends the stream and is kept in `failed`, to be
+/// reported once the replay that reads the stream returns.
+fn indexed_rows<'a>(
+    batches: impl Iterator<Item = Result<RecordBatch>> + 'a,
+    failed: &'a RefCell<Option<anyhow::Error>>,
+) -> impl Iterator<Item = (usize, RequestRow)> + 'a {
+    batches
+        .map_while(move |batch| match batch.and_then(|b| stream::rows_of::<RequestRow>(&b)) {
+            Ok((rows, ordinals)) => Some(rows.into_iter().zip(ordinals).map(|(row, n)| (n as usize, row))),
+            Err(e) => {
+                *failed.borrow_mut() = Some(e);
+                None
+            }
+        })
+        .flatten()
+}
+
 /// Requests in all, those replayed (with an arrival and input tokens), and the earliest arrival of those.
 fn replay_counts(session: &Session, query: &QueryOptions) -> Result<(u64, u64, i64)> {
     let what = "count the requests";
@@ -138,8 +143,8 @@ fn replay_counts(session: &Session, query: &QueryOptions) -> Result<(u64, u64, i
     stream::for_each_batch(session, frame, query, what, |batch| {
         if batch.num_rows() > 0 {
             let number = |c: usize| -> Result<Option<i64>> {
-                let column = arrow::compute::cast(batch.column(c), &arrow::datatypes::DataType::Int64)?;
-                let column = column.as_primitive::<arrow::datatypes::Int64Type>();
+                let column = arrow::compute::cast(batch.column(c), &DataType::Int64)?;
+                let column = column.as_primitive::<Int64Type>();
                 Ok(column.is_valid(0).then(|| column.value(0)))
             };
             counts =
@@ -176,15 +181,11 @@ impl OrdinalWriter {
         let rows = self.builder.finish();
         let ordinals = std::mem::take(&mut self.ordinals);
         let mut fields: Vec<_> = rows.schema().fields().iter().cloned().collect();
-        fields.push(std::sync::Arc::new(arrow::datatypes::Field::new(
-            ORDINAL,
-            arrow::datatypes::DataType::UInt64,
-            false,
-        )));
-        let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
+        fields.push(Arc::new(Field::new(ORDINAL, DataType::UInt64, false)));
+        let schema = Arc::new(Schema::new(fields));
         let mut columns = rows.columns().to_vec();
-        columns.push(std::sync::Arc::new(arrow::array::UInt64Array::from(ordinals)));
-        let batch = arrow::array::RecordBatch::try_new(schema.clone(), columns)?;
+        columns.push(Arc::new(UInt64Array::from(ordinals)));
+        let batch = RecordBatch::try_new(schema.clone(), columns)?;
         let context = || format!("cannot write scratch file {}", self.path.display());
         if self.writer.is_none() {
             let file = std::fs::File::create(&self.path).with_context(context)?;
@@ -402,16 +403,8 @@ fn replayed_means(config: &Config, catalog: &Catalog, origin: i64, path: &Path, 
     let context = || format!("cannot read scratch file {}", path.display());
     let file = std::fs::File::open(path).with_context(context)?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file).with_context(context)?.build().with_context(context)?;
-    let failed: std::cell::RefCell<Option<anyhow::Error>> = std::cell::RefCell::new(None);
-    let arrivals = reader
-        .map_while(|batch| match batch.with_context(context).and_then(|b| stream::rows_of::<RequestRow>(&b)) {
-            Ok((rows, ordinals)) => Some(rows.into_iter().zip(ordinals).map(|(row, n)| (n as usize, row))),
-            Err(e) => {
-                *failed.borrow_mut() = Some(e);
-                None
-            }
-        })
-        .flatten();
+    let failed = RefCell::new(None);
+    let arrivals = indexed_rows(reader.map(|b| b.with_context(context)), &failed);
     let mut durations: Vec<[f64; 3]> = vec![[f64::NAN; 3]; usize::try_from(rows).unwrap_or(usize::MAX)];
     replay_stream(config, catalog, origin, arrivals, &CALIBRATION_REPLAY, &mut |i, row| {
         let value = |d: Option<f64>| d.unwrap_or(f64::NAN);
