@@ -161,9 +161,10 @@ pub struct CacheSimArgs {
 /// Wall-clock phases, for `--timing` (stderr only, never in outputs).
 #[derive(Debug, Clone, Default)]
 pub struct Timing {
-    /// Opening the dataset and reading its rows.
+    /// Opening the dataset (its manifest and table files).
     pub open: Duration,
-    /// The simulation or the curve.
+    /// Reading the requests in arrival order (sorting them if needed) and the simulation or the curve, which run
+    /// together.
     pub compute: Duration,
     /// Writing the output dataset.
     pub write: Duration,
