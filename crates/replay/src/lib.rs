@@ -111,7 +111,7 @@ pub fn replay(
         ..Replayed::default()
     };
     for ((&i, request), outcome) in usable.iter().zip(&requests).zip(&simulation.outcomes) {
-        let row = replayed_row(config, &rows[i], request, outcome, origin, &mut out);
+        let row = replayed_row(config, &rows[i], (request.arrival, request.output), outcome, origin, &mut out);
         out.requests.push(row);
     }
     out.samples = engine_samples(config, &simulation.samples, origin);
@@ -150,8 +150,7 @@ pub fn replay_stream(
         true,
         &mut |i, outcome| {
             let source = sources.borrow_mut().remove(&i).expect("every outcome is of a row read");
-            let request = request(&source, origin, options);
-            let row = replayed_row(config, &source, &request, &outcome, origin, &mut out);
+            let row = replayed_row(config, &source, arrival(&source, origin, options), &outcome, origin, &mut out);
             done(i, row);
         },
     )?;
@@ -190,19 +189,28 @@ fn check<'c>(
     Ok((model, accelerator))
 }
 
-/// The simulation's request of a replayable row: its arrival offset from `origin`, divided by the rate scale.
+/// The simulation's request of a replayable row: its arrival offset from `origin` in seconds, divided by the rate
+/// scale, its prompt and output tokens (missing output counts as 1) and its prefix hashes.
 pub fn request(row: &RequestRow, origin: i64, options: &ReplayOptions) -> sim::Request {
+    let (arrival, output) = arrival(row, origin, options);
     sim::Request {
-        // Integer offset first: instants near 2^60 ns lose precision as f64.
-        arrival: (row.arrival_time.unwrap_or(origin) - origin) as f64 / 1e9 / options.rate_scale,
+        arrival,
         prompt: row.input_tokens.unwrap_or(0),
-        output: row.output_tokens.unwrap_or(1).max(1),
+        output,
         hashes: match (&row.prefix_hashes, row.block_size) {
             (Some(hashes), Some(_)) => hashes.clone(),
             _ => Vec::new(),
         },
         hash_block: row.block_size.unwrap_or(0),
     }
+}
+
+/// A replayable row's arrival offset from `origin` in seconds, divided by the rate scale, and its output tokens
+/// (missing counts as 1).
+fn arrival(row: &RequestRow, origin: i64, options: &ReplayOptions) -> (f64, u32) {
+    // Integer offset first: instants near 2^60 ns lose precision as f64.
+    let offset = (row.arrival_time.unwrap_or(origin) - origin) as f64 / 1e9 / options.rate_scale;
+    (offset, row.output_tokens.unwrap_or(1).max(1))
 }
 
 /// The name of instance `i` of `config`: `replay-<i>`, or `prefill-<i>` and `decode-<i>` when disaggregated.
@@ -215,11 +223,12 @@ fn instance_name(config: &Config, i: usize) -> String {
     }
 }
 
-/// The canonical row of a replayed request; counts its preemptions and rejection in `out`.
+/// The canonical row of a replayed request, from its source row, its arrival offset and output tokens (see
+/// [`arrival`]) and its outcome; counts it in `out`.
 fn replayed_row(
     config: &Config,
     source: &RequestRow,
-    request: &sim::Request,
+    (arrival, output): (f64, u32),
     outcome: &sim::Outcome,
     origin: i64,
     out: &mut Replayed,
@@ -234,9 +243,9 @@ fn replayed_row(
         model: Some(h.model.clone()),
         session_id: source.session_id.clone(),
         turn: source.turn,
-        arrival_time: Some(at(request.arrival)),
+        arrival_time: Some(at(arrival)),
         input_tokens: source.input_tokens,
-        output_tokens: Some(request.output),
+        output_tokens: Some(output),
         reasoning_tokens: source.reasoning_tokens,
         max_tokens: source.max_tokens,
         prefix_hashes: source.prefix_hashes.clone(),
