@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use std::fs::File;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -23,10 +22,9 @@ use infertrace_schema::{
     CacheEvent, CacheSimModel, CacheSimRecord, CacheSimTier, CacheTier, DatasetWriter, EngineSample, Manifest,
     Producer, RequestRow, RowCounts, request,
 };
-use parquet::arrow::ArrowWriter;
 use serde::Serialize;
 
-use crate::stream;
+use crate::stream::{self, ScratchFile};
 use crate::summary::render_table;
 
 /// How capacities written in bytes become tokens.
@@ -241,8 +239,7 @@ const HITS_BATCH: usize = 64 * 1024;
 /// Each simulated row's hit tokens in replay order, written to a Parquet file: its ordinal, then the total and each
 /// tier's tokens (null for a row left out).
 struct HitsWriter {
-    path: PathBuf,
-    writer: ArrowWriter<File>,
+    file: ScratchFile,
     schema: SchemaRef,
     ordinals: Vec<u64>,
     /// The total, then per tier.
@@ -254,9 +251,8 @@ impl HitsWriter {
         let mut fields = vec![Field::new(ORDINAL, DataType::UInt64, false)];
         fields.extend((0..=tiers).map(|t| Field::new(format!("hit_{t}"), DataType::UInt64, true)));
         let schema = Arc::new(Schema::new(fields));
-        let file = File::create(path).with_context(|| format!("cannot write scratch file {}", path.display()))?;
-        let writer = ArrowWriter::try_new(file, schema.clone(), None)?;
-        Ok(Self { path: path.to_owned(), writer, schema, ordinals: Vec::new(), columns: vec![Vec::new(); tiers + 1] })
+        let file = ScratchFile::create(path, schema.clone())?;
+        Ok(Self { file, schema, ordinals: Vec::new(), columns: vec![Vec::new(); tiers + 1] })
     }
 
     fn push(&mut self, ordinal: u64, hit: Option<&HitTokens>) -> Result<()> {
@@ -271,8 +267,7 @@ impl HitsWriter {
     fn flush(&mut self) -> Result<()> {
         let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(std::mem::take(&mut self.ordinals)))];
         arrays.extend(self.columns.iter_mut().map(|c| Arc::new(UInt64Array::from(std::mem::take(c))) as ArrayRef));
-        let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
-        self.writer.write(&batch).with_context(|| format!("cannot write scratch file {}", self.path.display()))
+        self.file.write(&RecordBatch::try_new(self.schema.clone(), arrays)?)
     }
 
     /// Closes the file and returns its path.
@@ -280,8 +275,7 @@ impl HitsWriter {
         if !self.ordinals.is_empty() {
             self.flush()?;
         }
-        self.writer.close().with_context(|| format!("cannot write scratch file {}", self.path.display()))?;
-        Ok(self.path)
+        self.file.finish()
     }
 }
 
@@ -513,21 +507,13 @@ pub(crate) fn curve(session: &Session, sampling: Sampling, query: &QueryOptions)
 
 /// Block accesses of the rows that take part (see [`infertrace_cache::block_accesses`]), by one aggregation.
 fn block_accesses(session: &Session, query: &QueryOptions) -> Result<u64> {
-    let what = "count the block accesses";
-    let frame = session
-        .block_on(session.datasets().sql(&format!(
-            "SELECT CAST(COALESCE(SUM(cardinality({h})), 0) AS BIGINT UNSIGNED) AS n FROM requests \
-             WHERE {h} IS NOT NULL AND {b} > 0",
-            h = request::PREFIX_HASHES,
-            b = request::BLOCK_SIZE,
-        )))
-        .map_err(|e| stream::engine_error(e, query, what))?;
-    let mut n = 0;
-    stream::for_each_batch(session, frame, query, what, |batch| {
-        n += batch.column(0).as_primitive::<UInt64Type>().iter().flatten().sum::<u64>();
-        Ok(())
-    })?;
-    Ok(n)
+    let sql = format!(
+        "SELECT CAST(COALESCE(SUM(cardinality({h})), 0) AS BIGINT) FROM requests WHERE {h} IS NOT NULL AND {b} > 0",
+        h = request::PREFIX_HASHES,
+        b = request::BLOCK_SIZE,
+    );
+    let row = stream::one_row(session, query, &sql, "count the block accesses")?;
+    Ok(row[0].unwrap_or(0).max(0) as u64)
 }
 
 /// The curve as a table (capacity, hit tokens, hit ratio, share of the unbounded hit ratio), then the unbounded

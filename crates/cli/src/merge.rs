@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
-use arrow::array::{AsArray as _, RecordBatch, UInt64Array};
-use arrow::datatypes::{DataType, Field, Int64Type, Schema, UInt64Type};
+use arrow::array::{ArrayRef, AsArray as _, RecordBatch, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 use infertrace_engine::{MergeKey, MergeOptions, combine};
 use infertrace_query::datafusion::prelude::ParquetReadOptions;
 use infertrace_query::{ORDINAL, QueryOptions, Session};
@@ -15,10 +15,9 @@ use infertrace_schema::{
     Assumptions, CacheEvent, DatasetWriter, EngineSample, Manifest, MergeRecord, Producer, RequestRow, RowCounts,
     SCHEMA_VERSION, Table,
 };
-use parquet::arrow::ArrowWriter;
 
 use crate::registry::CLIENT_FORMATS;
-use crate::stream;
+use crate::stream::{self, ScratchFile};
 
 /// What to merge and how.
 #[derive(Debug, Clone)]
@@ -160,17 +159,8 @@ const ARRIVAL: &str = infertrace_schema::request::ARRIVAL_TIME;
 
 /// The one number of a `SELECT count(…)`.
 fn count(session: &Session, query: &QueryOptions, sql: &str) -> Result<u64> {
-    let what = "count the requests";
-    let frame = session.block_on(session.datasets().sql(sql)).map_err(|e| stream::engine_error(e, query, what))?;
-    let mut n = 0;
-    stream::for_each_batch(session, frame, query, what, |batch| {
-        if batch.num_rows() > 0 {
-            let column = arrow::compute::cast(batch.column(0), &DataType::Int64)?;
-            n = column.as_primitive::<Int64Type>().value(0).max(0) as u64;
-        }
-        Ok(())
-    })?;
-    Ok(n)
+    let row = stream::one_row(session, query, sql, "count the requests")?;
+    Ok(row[0].unwrap_or(0).max(0) as u64)
 }
 
 /// The record of a merge of one source's `rows` rows: each is a request of its own.
@@ -231,30 +221,24 @@ fn keys(session: &Session, query: &QueryOptions) -> Result<Vec<MergeKey>> {
 
 /// Writes each row's position in the output: `(ordinal, position)` for every member of every request.
 fn write_positions(path: &Path, requests: &[Vec<usize>]) -> Result<()> {
-    let context = || format!("cannot write scratch file {}", path.display());
     let schema = Arc::new(Schema::new(vec![
         Field::new(ORDINAL, DataType::UInt64, false),
         Field::new("position", DataType::UInt64, false),
     ]));
-    let file = std::fs::File::create(path).with_context(context)?;
-    let mut writer = ArrowWriter::try_new(file, schema.clone(), None).with_context(context)?;
-    for chunk in requests.chunks(65_536).enumerate() {
-        let (first, chunk) = chunk;
+    let mut file = ScratchFile::create(path, schema.clone())?;
+    for (chunk, members) in requests.chunks(65_536).enumerate() {
         let (mut ordinals, mut positions) = (Vec::new(), Vec::new());
-        for (k, members) in chunk.iter().enumerate() {
-            for &i in members {
+        for (k, rows) in members.iter().enumerate() {
+            for &i in rows {
                 ordinals.push(i as u64);
-                positions.push((first * 65_536 + k) as u64);
+                positions.push((chunk * 65_536 + k) as u64);
             }
         }
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![Arc::new(UInt64Array::from(ordinals)), Arc::new(UInt64Array::from(positions))],
-        )?;
-        writer.write(&batch).with_context(context)?;
+        let columns: Vec<ArrayRef> =
+            vec![Arc::new(UInt64Array::from(ordinals)), Arc::new(UInt64Array::from(positions))];
+        file.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
     }
-    writer.close().with_context(context)?;
-    Ok(())
+    file.finish().map(drop)
 }
 
 fn display(path: &Path) -> String {

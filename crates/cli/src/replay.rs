@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow};
 use arrow::array::{Array as _, AsArray as _, RecordBatch, UInt64Array};
-use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
+use arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef};
 use infertrace_engine::format::{count, percent, seconds};
 use infertrace_model::Catalog;
 use infertrace_query::datafusion::dataframe::DataFrameWriteOptions;
@@ -19,10 +19,9 @@ use infertrace_replay::{Config, ReplayOptions, Replayed, replay_stream};
 use infertrace_schema::{
     Assumptions, DatasetWriter, Manifest, Producer, RequestRow, RowCounts, SCHEMA_VERSION, Table, TableBuilder as _,
 };
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::stream;
+use crate::stream::{self, ScratchFile};
 
 /// Reads and checks a cluster configuration.
 pub fn read_config(path: &Path) -> Result<Config> {
@@ -131,36 +130,24 @@ fn indexed_rows<'a>(
 
 /// Requests in all, those replayed (with an arrival and input tokens), and the earliest arrival of those.
 fn replay_counts(session: &Session, query: &QueryOptions) -> Result<(u64, u64, i64)> {
-    let what = "count the requests";
-    let frame = session
-        .block_on(session.datasets().sql(
-            "SELECT count(*), \
-             sum(CASE WHEN arrival_time IS NOT NULL AND input_tokens IS NOT NULL THEN 1 ELSE 0 END), \
-             min(CASE WHEN input_tokens IS NOT NULL THEN arrow_cast(arrival_time, 'Int64') END) FROM requests",
-        ))
-        .map_err(|e| stream::engine_error(e, query, what))?;
-    let mut counts = (0, 0, 0);
-    stream::for_each_batch(session, frame, query, what, |batch| {
-        if batch.num_rows() > 0 {
-            let number = |c: usize| -> Result<Option<i64>> {
-                let column = arrow::compute::cast(batch.column(c), &DataType::Int64)?;
-                let column = column.as_primitive::<Int64Type>();
-                Ok(column.is_valid(0).then(|| column.value(0)))
-            };
-            counts =
-                (number(0)?.unwrap_or(0).max(0) as u64, number(1)?.unwrap_or(0).max(0) as u64, number(2)?.unwrap_or(0));
-        }
-        Ok(())
-    })?;
-    Ok(counts)
+    let row = stream::one_row(
+        session,
+        query,
+        "SELECT count(*), \
+         sum(CASE WHEN arrival_time IS NOT NULL AND input_tokens IS NOT NULL THEN 1 ELSE 0 END), \
+         min(CASE WHEN input_tokens IS NOT NULL THEN arrow_cast(arrival_time, 'Int64') END) FROM requests",
+        "count the requests",
+    )?;
+    let count = |n: Option<i64>| n.unwrap_or(0).max(0) as u64;
+    Ok((count(row[0]), count(row[1]), row[2].unwrap_or(0)))
 }
 
 /// Replayed rows with their index, written to a Parquet file as they come.
 struct OrdinalWriter {
-    path: PathBuf,
+    file: ScratchFile,
+    schema: SchemaRef,
     builder: <RequestRow as Table>::Builder,
     ordinals: Vec<u64>,
-    writer: Option<ArrowWriter<std::fs::File>>,
 }
 
 /// Rows per batch of the scratch file.
@@ -168,7 +155,11 @@ const SCRATCH_BATCH: usize = 8192;
 
 impl OrdinalWriter {
     fn create(path: &Path) -> Result<Self> {
-        Ok(Self { path: path.to_owned(), builder: Default::default(), ordinals: Vec::new(), writer: None })
+        let mut fields: Vec<_> = RequestRow::schema().fields().iter().cloned().collect();
+        fields.push(Arc::new(Field::new(ORDINAL, DataType::UInt64, false)));
+        let schema = Arc::new(Schema::new(fields));
+        let file = ScratchFile::create(path, schema.clone())?;
+        Ok(Self { file, schema, builder: Default::default(), ordinals: Vec::new() })
     }
 
     fn push(&mut self, ordinal: u64, row: &RequestRow) -> Result<()> {
@@ -178,31 +169,17 @@ impl OrdinalWriter {
     }
 
     fn flush(&mut self) -> Result<()> {
-        let rows = self.builder.finish();
-        let ordinals = std::mem::take(&mut self.ordinals);
-        let mut fields: Vec<_> = rows.schema().fields().iter().cloned().collect();
-        fields.push(Arc::new(Field::new(ORDINAL, DataType::UInt64, false)));
-        let schema = Arc::new(Schema::new(fields));
-        let mut columns = rows.columns().to_vec();
-        columns.push(Arc::new(UInt64Array::from(ordinals)));
-        let batch = RecordBatch::try_new(schema.clone(), columns)?;
-        let context = || format!("cannot write scratch file {}", self.path.display());
-        if self.writer.is_none() {
-            let file = std::fs::File::create(&self.path).with_context(context)?;
-            self.writer = Some(ArrowWriter::try_new(file, schema, None).with_context(context)?);
-        }
-        self.writer.as_mut().expect("created above").write(&batch).with_context(context)
+        let mut columns = self.builder.finish().columns().to_vec();
+        columns.push(Arc::new(UInt64Array::from(std::mem::take(&mut self.ordinals))));
+        self.file.write(&RecordBatch::try_new(self.schema.clone(), columns)?)
     }
 
-    /// Closes the file (none is written without rows).
+    /// Closes the file.
     fn finish(mut self) -> Result<()> {
         if !self.ordinals.is_empty() {
             self.flush()?;
         }
-        if let Some(writer) = self.writer.take() {
-            writer.close().with_context(|| format!("cannot write scratch file {}", self.path.display()))?;
-        }
-        Ok(())
+        self.file.finish().map(drop)
     }
 }
 
@@ -217,28 +194,26 @@ fn write_replayed(
 ) -> Result<()> {
     let context = || format!("cannot write output {}", output.display());
     let mut writer = DatasetWriter::create(output, force).with_context(context)?;
-    if scratch.is_file() {
-        let what = "sort the replayed rows back into input order";
-        let frame = session
-            .block_on(async {
-                let path = scratch.to_string_lossy();
-                session
-                    .datasets()
-                    .context()
-                    .register_parquet("infertrace_replayed", path.as_ref(), ParquetReadOptions::default())
-                    .await?;
-                session.datasets().sql(&format!("SELECT * FROM infertrace_replayed ORDER BY {ORDINAL}")).await
-            })
-            .map_err(|e| stream::engine_error(e, query, what))?;
-        stream::for_each_batch(session, frame, query, what, |batch| {
-            for row in RequestRow::from_batch(batch)
-                .with_context(|| format!("cannot read scratch file {}", scratch.display()))?
-            {
-                writer.push_request(&row).with_context(context)?;
-            }
-            Ok(())
-        })?;
-    }
+    let what = "sort the replayed rows back into input order";
+    let frame = session
+        .block_on(async {
+            let path = scratch.to_string_lossy();
+            session
+                .datasets()
+                .context()
+                .register_parquet("infertrace_replayed", path.as_ref(), ParquetReadOptions::default())
+                .await?;
+            session.datasets().sql(&format!("SELECT * FROM infertrace_replayed ORDER BY {ORDINAL}")).await
+        })
+        .map_err(|e| stream::engine_error(e, query, what))?;
+    stream::for_each_batch(session, frame, query, what, |batch| {
+        for row in
+            RequestRow::from_batch(batch).with_context(|| format!("cannot read scratch file {}", scratch.display()))?
+        {
+            writer.push_request(&row).with_context(context)?;
+        }
+        Ok(())
+    })?;
     for sample in &replayed.samples {
         writer.push_sample(sample).with_context(context)?;
     }

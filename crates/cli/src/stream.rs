@@ -1,15 +1,17 @@
 //! Rows of datasets as the commands that walk them need them: opened through the query engine, read batch by
 //! batch, turned into rows one batch at a time. Memory holds a few batches, never a table.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
-use arrow::array::{AsArray as _, RecordBatch};
-use arrow::datatypes::UInt64Type;
+use arrow::array::{Array as _, AsArray as _, RecordBatch};
+use arrow::datatypes::{DataType, Int64Type, SchemaRef, UInt64Type};
 use infertrace_query::datafusion::error::DataFusionError;
 use infertrace_query::datafusion::prelude::DataFrame;
 use infertrace_query::{ORDINAL, QueryError, QueryOptions, Session};
 use infertrace_schema::{RequestRow, Table};
+use parquet::arrow::ArrowWriter;
 
 /// Opens the datasets at `paths` in a session of their own.
 pub(crate) fn open(paths: &[PathBuf], query: &QueryOptions) -> Result<Session> {
@@ -44,6 +46,25 @@ pub(crate) fn for_each_batch(
         each(&batch.map_err(|e| engine_error(e, query, what))?)?;
     }
     Ok(())
+}
+
+/// The one row of a query that gives one (an aggregation), each column as an integer (`None` where null, and
+/// every column `None` when the query gives no row).
+pub(crate) fn one_row(session: &Session, query: &QueryOptions, sql: &str, what: &str) -> Result<Vec<Option<i64>>> {
+    let frame = session.block_on(session.datasets().sql(sql)).map_err(|e| engine_error(e, query, what))?;
+    let width = frame.schema().fields().len();
+    let mut row = vec![None; width];
+    for_each_batch(session, frame, query, what, |batch| {
+        if batch.num_rows() > 0 {
+            for (c, value) in row.iter_mut().enumerate() {
+                let column = arrow::compute::cast(batch.column(c), &DataType::Int64)?;
+                let column = column.as_primitive::<Int64Type>();
+                *value = column.is_valid(0).then(|| column.value(0));
+            }
+        }
+        Ok(())
+    })?;
+    Ok(row)
 }
 
 /// The rows of `batch` as rows of `T`, with their ordinals (the batch's [`ORDINAL`] column).
@@ -89,4 +110,31 @@ pub(crate) fn for_each_by_arrival(
         let (rows, ordinals) = rows_of::<RequestRow>(batch)?;
         rows.iter().zip(ordinals).try_for_each(|(row, ordinal)| each(row, ordinal))
     })
+}
+
+/// A Parquet file of intermediate rows in a session's scratch directory, written a batch at a time.
+pub(crate) struct ScratchFile {
+    path: PathBuf,
+    writer: ArrowWriter<File>,
+}
+
+impl ScratchFile {
+    /// Creates the file at `path` for batches of `schema`.
+    pub(crate) fn create(path: &Path, schema: SchemaRef) -> Result<Self> {
+        let context = || format!("cannot write scratch file {}", path.display());
+        let file = File::create(path).with_context(context)?;
+        let writer = ArrowWriter::try_new(file, schema, None).with_context(context)?;
+        Ok(Self { path: path.to_owned(), writer })
+    }
+
+    /// Appends `batch`.
+    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer.write(batch).with_context(|| format!("cannot write scratch file {}", self.path.display()))
+    }
+
+    /// Closes the file and returns its path.
+    pub(crate) fn finish(self) -> Result<PathBuf> {
+        self.writer.close().with_context(|| format!("cannot write scratch file {}", self.path.display()))?;
+        Ok(self.path)
+    }
 }
