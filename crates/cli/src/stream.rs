@@ -22,7 +22,10 @@ pub(crate) fn open(paths: &[PathBuf], query: &QueryOptions) -> Result<Session> {
 /// option to raise; an error of a dataset already names it.
 pub(crate) fn engine_error(error: QueryError, query: &QueryOptions, what: &str) -> anyhow::Error {
     match error {
-        QueryError::Dataset { .. } | QueryError::Path { .. } | QueryError::Twice { .. } => anyhow::Error::new(error),
+        QueryError::Dataset { .. }
+        | QueryError::Path { .. }
+        | QueryError::Twice { .. }
+        | QueryError::Scratch { .. } => anyhow::Error::new(error),
         QueryError::Engine(ref engine) if matches!(engine.find_root(), DataFusionError::ResourcesExhausted(_)) => {
             let limit = match query.memory_limit {
                 n if n >= 1 << 20 => format!("{} MiB", n >> 20),

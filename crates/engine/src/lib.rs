@@ -85,6 +85,7 @@
 mod compare;
 mod compute;
 pub mod cost;
+mod distinct;
 pub mod format;
 pub mod merge;
 mod query;

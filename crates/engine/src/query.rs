@@ -17,12 +17,19 @@
 //! Key decision: a grouping is a SQL expression `g` over the derived rows (`''` for the overall figures), and every
 //! query is written once for any `g`: the overall figures and `--by` groups are the same code run twice.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray as _, RecordBatch};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray as _, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
+};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema, UInt64Type};
+use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{DataFrame, SessionContext};
 use futures::StreamExt as _;
 use infertrace_query::{Datasets, QueryError, QueryOptions, Session, datafusion};
@@ -35,6 +42,7 @@ use crate::compute::{
     NULL_GROUP, Reasoning, Reuse, Throughput, TimeSplit,
 };
 use crate::cost::{self, Fleet, Traffic};
+use crate::distinct::DistinctCounter;
 use crate::slo::Latency;
 use crate::stats::{Distribution, QUANTILE_METHOD, SampleSummary};
 use crate::workload::{ClassCount, HIGH_REUSE, LONG_PROMPT_TOKENS};
@@ -402,11 +410,16 @@ async fn groups(
     }
     for &latency in Latency::ALL {
         let column = latency.name();
-        let source = format!("SELECT {g} AS k0, {column} AS v FROM {CLASSED}");
-        let counted = sums.iter().map(|(key, sum)| (vec![key.clone()], sum.n(&format!("n_{column}"))));
+        let (source, keys) = if g == OVERALL {
+            (format!("SELECT {column} AS v FROM {CLASSED}"), 0)
+        } else {
+            (format!("SELECT {g} AS k0, {column} AS v FROM {CLASSED}"), 1)
+        };
+        let key_of = |key: &String| if keys == 0 { Vec::new() } else { vec![key.clone()] };
+        let counted = sums.iter().map(|(key, sum)| (key_of(key), sum.n(&format!("n_{column}"))));
         let counted = Some(counted.collect());
-        for (key, distribution) in distributions(context, &source, 1, &[0.5, 0.9, 0.95, 0.99], counted).await? {
-            if let Some((group, _)) = groups.get_mut(&key[0]) {
+        for (key, distribution) in distributions(context, &source, keys, &[0.5, 0.9, 0.95, 0.99], counted).await? {
+            if let Some((group, _)) = groups.get_mut(key.first().map_or("", String::as_str)) {
                 group.latency.insert(latency, distribution.distribution());
             }
         }
@@ -421,7 +434,7 @@ async fn groups(
     } else {
         (BLOCKS, BLOCKS_ORDERED)
     };
-    for (key, reuse) in reuse(context, &g, blocks, ordered).await? {
+    for (key, reuse) in reuse(context, &g, blocks, ordered, scratch).await? {
         if let Some((group, _)) = groups.get_mut(&key) {
             group.cache.reuse = reuse;
         }
@@ -766,8 +779,11 @@ pub(crate) async fn distributions(
     quantiles: &[f64],
     counted: Option<BTreeMap<Vec<String>, u64>>,
 ) -> Result<BTreeMap<Vec<String>, Ranked>, QueryError> {
-    let key_list = (0..keys).map(|k| format!("k{k}")).collect::<Vec<_>>().join(", ");
-    let counts_query = format!("SELECT {key_list}, count(v) FROM ({source}) WHERE v IS NOT NULL GROUP BY {key_list}");
+    // Keys first in each row and in the sort; without keys (the overall figures), the sort is of the values alone,
+    // which the engine sorts several times faster than with a constant key beside them.
+    let key_list: String = (0..keys).map(|k| format!("k{k}, ")).collect();
+    let group_by = if keys == 0 { String::new() } else { format!("GROUP BY {}", key_list.trim_end_matches(", ")) };
+    let counts_query = format!("SELECT {key_list}count(v) FROM ({source}) WHERE v IS NOT NULL {group_by}");
     let known = counted.is_some();
     let mut counts: BTreeMap<Vec<String>, u64> = counted.unwrap_or_default();
     let batches = if known { Vec::new() } else { collect(context, &counts_query).await? };
@@ -780,7 +796,7 @@ pub(crate) async fn distributions(
             counts.insert(key, n.value(row).max(0) as u64);
         }
     }
-    let sorted = format!("SELECT {key_list}, v FROM ({source}) WHERE v IS NOT NULL ORDER BY {key_list}, v");
+    let sorted = format!("SELECT {key_list}v FROM ({source}) WHERE v IS NOT NULL ORDER BY {key_list}v");
     let mut ranked: BTreeMap<Vec<String>, Ranked> = BTreeMap::new();
     let mut current: Option<(Vec<String>, Ranked)> = None;
     let mut stream = context.sql(&sorted).await?.execute_stream().await?;
@@ -821,9 +837,10 @@ pub(crate) async fn distributions(
 
 /// TTFT per group and power-of-two bucket of the requests in flight at each arrival.
 ///
-/// Arrivals and completions are one stream of events, +1 and −1 (an arrival without a completion adds nothing: it
-/// is nobody's load); a running sum over the events in time order, ties taken together, is the number of requests
-/// with arrival ≤ t < completion at each arrival t; a request does not count itself.
+/// The requests in flight at an arrival t are those with arrival ≤ t ≤ … < completion, less the request itself:
+/// the arrivals up to t (ties taken together; a request without a completion, or completing before it arrives, is
+/// nobody's load) less the completions up to t. The engine numbers the arrivals with a running count over them in
+/// time order and sorts the completions; a walk over the two sorted streams counts the completions passed.
 ///
 /// The loads are written to `scratch` once (group, bucket and TTFT of each arrival), then counted and sorted.
 async fn ttft_under_load(
@@ -831,29 +848,80 @@ async fn ttft_under_load(
     g: &str,
     scratch: &Path,
 ) -> Result<BTreeMap<String, Vec<LoadBucket>>, QueryError> {
-    let partition = if g == OVERALL { "" } else { "PARTITION BY g" };
-    let query = format!(
-        "WITH spans AS (SELECT {g} AS g, a, end_t AS c, ttft FROM {CLASSED} WHERE a IS NOT NULL), \
-         events AS (SELECT g, a AS t, CASE WHEN c >= a THEN 1 ELSE 0 END AS d, ttft, \
-             CASE WHEN c > a THEN 1 ELSE 0 END AS own, true AS arrival FROM spans \
-           UNION ALL SELECT g, c AS t, -1 AS d, CAST(NULL AS DOUBLE) AS ttft, 0 AS own, false AS arrival \
-             FROM spans WHERE c >= a), \
-         running AS (SELECT g, ttft, own, arrival, sum(d) OVER ({partition} ORDER BY t \
-           RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - own AS load FROM events) \
-         SELECT g AS k0, CASE WHEN load <= 0 THEN 0 \
-             ELSE CAST(power(2, floor(log2(CAST(load AS DOUBLE)))) AS BIGINT) END AS k1, ttft AS v \
-         FROM running WHERE arrival AND ttft IS NOT NULL"
+    let keyed = g != OVERALL;
+    let (partition, group, by_group) = if keyed { ("PARTITION BY g", "g", "g, ") } else { ("", "''", "") };
+    let spans = format!("SELECT {g} AS g, a, end_t AS c, ttft FROM {CLASSED} WHERE a IS NOT NULL");
+    let arrivals = format!(
+        "SELECT {group} AS g, a, ttft, CAST(CASE WHEN c > a THEN 1 ELSE 0 END AS BIGINT) AS own, \
+           CAST(sum(CASE WHEN c >= a THEN 1 ELSE 0 END) OVER ({partition} ORDER BY a \
+             RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS arrived \
+         FROM ({spans}) ORDER BY {by_group}a"
     );
-    let name = if g == OVERALL { "infertrace_loads" } else { "infertrace_group_loads" };
-    materialize(context, &query, &scratch.join(format!("{name}.parquet")), name).await?;
-    let source = format!("SELECT k0, k1, v FROM {name}");
+    let completions = format!("SELECT {group} AS g, c FROM ({spans}) WHERE c >= a ORDER BY {by_group}c");
+    let name = if keyed { "infertrace_group_loads" } else { "infertrace_loads" };
+    let path = scratch.join(format!("{name}.parquet"));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k0", DataType::Utf8, false),
+        Field::new("k1", DataType::Int64, false),
+        Field::new("v", DataType::Float64, false),
+    ]));
+    let file = std::fs::File::create(&path).map_err(|source| QueryError::Scratch { path: path.clone(), source })?;
+    let mut writer = ArrowWriter::try_new(file, schema.clone(), None).map_err(DataFusionError::from)?;
+    let mut completions = Cursor::new(context.sql(&completions).await?.execute_stream().await?);
+    let mut arrivals = context.sql(&arrivals).await?.execute_stream().await?;
+    // The group being walked and the completions of it passed so far.
+    let (mut walking, mut completed) = (None::<String>, 0i64);
+    while let Some(batch) = arrivals.next().await {
+        let batch = batch?;
+        let keys = utf8(batch.column(0))?;
+        let keys = keys.as_string::<i32>();
+        let (times, ttfts) =
+            (batch.column(1).as_primitive::<Int64Type>(), batch.column(2).as_primitive::<Float64Type>());
+        let (own, arrived) = (batch.column(3).as_primitive::<Int64Type>(), batch.column(4).as_primitive::<Int64Type>());
+        let (mut k0, mut k1, mut v) = (StringBuilder::new(), Int64Builder::new(), Float64Builder::new());
+        for row in 0..batch.num_rows() {
+            let key = keys.value(row);
+            if walking.as_deref() != Some(key) {
+                walking = Some(key.to_owned());
+                completed = 0;
+            }
+            // Completions of earlier groups (keys sort as bytes, here and in the engine) are passed over.
+            while let Some((group, time)) = completions.peek().await? {
+                match group.cmp(key) {
+                    Ordering::Less => {}
+                    Ordering::Equal if time <= times.value(row) => completed += 1,
+                    _ => break,
+                }
+                completions.advance();
+            }
+            if ttfts.is_valid(row) {
+                let load = arrived.value(row) - completed - own.value(row);
+                let bucket = if load <= 0 { 0 } else { 1i64 << (63 - load.leading_zeros()) };
+                k0.append_value(key);
+                k1.append_value(bucket);
+                v.append_value(ttfts.value(row));
+            }
+        }
+        let columns: Vec<ArrayRef> = vec![Arc::new(k0.finish()), Arc::new(k1.finish()), Arc::new(v.finish())];
+        writer.write(&RecordBatch::try_new(schema.clone(), columns)?).map_err(DataFusionError::from)?;
+    }
+    writer.close().map_err(DataFusionError::from)?;
+    context.deregister_table(name)?;
+    context.register_parquet(name, &path.to_string_lossy(), datafusion::prelude::ParquetReadOptions::default()).await?;
+    // The overall figures sort by the bucket alone.
+    let (source, keys) = if g == OVERALL {
+        (format!("SELECT k1 AS k0, v FROM {name}"), 1)
+    } else {
+        (format!("SELECT k0, k1, v FROM {name}"), 2)
+    };
     let mut loads: BTreeMap<String, Vec<LoadBucket>> = BTreeMap::new();
-    let mut ranked: Vec<(String, u64, Ranked)> = distributions(context, &source, 2, &[0.5, 0.9, 0.95, 0.99], None)
+    let mut ranked: Vec<(String, u64, Ranked)> = distributions(context, &source, keys, &[0.5, 0.9, 0.95, 0.99], None)
         .await?
         .into_iter()
         .map(|(mut key, walk)| {
-            let low = key[1].parse().unwrap_or(0);
-            (std::mem::take(&mut key[0]), low, walk)
+            let low = key[keys - 1].parse().unwrap_or(0);
+            let group = if keys == 1 { String::new() } else { std::mem::take(&mut key[0]) };
+            (group, low, walk)
         })
         .collect();
     ranked.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
@@ -866,48 +934,100 @@ async fn ttft_under_load(
 
 /// The reuse an unbounded prefix cache finds per group: every block whose hash the group saw before hits, so the
 /// misses are the distinct hashes, each weighing the block size of the row that first had it (by arrival, then
-/// input order). When a group has one block size, which of its rows saw a hash first does not matter, and the
-/// distinct hashes are a plain aggregation (ten times faster than finding each hash's first row).
+/// input order).
 ///
-/// `from` holds the blocks, `ordered` the same with their ordinals.
+/// One pass over the blocks counts each group's rows, blocks and tokens, and hands the hashes to a
+/// [`DistinctCounter`] (with its partition files in `scratch`). When every group has one block size, which of its
+/// rows saw a hash first does not matter, and the misses are the distinct hashes times that size. Otherwise the
+/// query engine finds each hash's first row (ten times slower). `from` holds the blocks, `ordered` the same with
+/// their ordinals.
 async fn reuse(
     context: &SessionContext,
     g: &str,
     from: &str,
     ordered: &str,
+    scratch: &Path,
 ) -> Result<BTreeMap<String, Reuse>, QueryError> {
     let filter = "WHERE block_size IS NOT NULL AND prefix_hashes IS NOT NULL";
-    let rows = format!("{from} {filter}");
-    let mut reuse: BTreeMap<String, Reuse> = BTreeMap::new();
-    let mut uniform = true;
+    let keyed = g != OVERALL;
+    let threads = context.state().config().target_partitions();
+    let mut counter = DistinctCounter::new(scratch, keyed, threads)?;
+    // Per group, numbered as first seen: its name, rows, blocks, tokens, and smallest and largest block size.
+    let mut index: BTreeMap<String, u32> = BTreeMap::new();
+    let mut totals: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
+    let key = if keyed { g } else { "''" };
     let query =
-        format!("SELECT {g}, count(*), CAST(min(block_size) = max(block_size) AS BOOLEAN) FROM {rows} GROUP BY {g}");
-    for batch in collect(context, &query).await? {
-        let keys = strings(batch.column(0))?;
-        let n = cast(batch.column(1), &DataType::Int64)?;
-        let one_size = batch.column(2).as_boolean();
-        for (row, key) in keys.into_iter().enumerate() {
-            uniform &= one_size.is_valid(row) && one_size.value(row);
-            reuse.entry(key.unwrap_or_default()).or_default().requests =
-                n.as_primitive::<Int64Type>().value(row).max(0) as u64;
+        format!("SELECT {key} AS g, CAST(block_size AS BIGINT) AS block_size, prefix_hashes FROM {from} {filter}");
+    let mut stream = context.sql(&query).await?.execute_stream().await?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        let keys = utf8(batch.column(0))?;
+        let keys = keys.as_string::<i32>();
+        let sizes = batch.column(1).as_primitive::<Int64Type>();
+        let lists = batch.column(2).as_list::<i32>();
+        let hashes = lists.values().as_primitive::<UInt64Type>();
+        for row in 0..batch.num_rows() {
+            let key = if keys.is_valid(row) { keys.value(row) } else { "" };
+            let group = match index.get(key) {
+                Some(&group) => group,
+                None => {
+                    index.insert(key.to_owned(), totals.len() as u32);
+                    totals.push((0, 0, 0, u64::MAX, 0));
+                    totals.len() as u32 - 1
+                }
+            };
+            let block_size = sizes.value(row).max(0) as u64;
+            let (rows, blocks, tokens, smallest, largest) = &mut totals[group as usize];
+            *rows += 1;
+            *smallest = (*smallest).min(block_size);
+            *largest = (*largest).max(block_size);
+            let span = lists.value_offsets()[row] as usize..lists.value_offsets()[row + 1] as usize;
+            for item in span.filter(|&i| hashes.is_valid(i)) {
+                *blocks += 1;
+                *tokens += block_size;
+                counter.insert(group, hashes.value(item))?;
+            }
         }
     }
-    let keys = grouped(g, "g, h", "h");
-    let per_hash = if uniform {
-        let blocks = format!("SELECT {g} AS g, block_size, unnest(prefix_hashes) AS h FROM {rows}");
-        format!(
-            "SELECT {keys}, count(*) AS c, sum(block_size) AS t, min(block_size) AS bs FROM ({blocks}) \
-             WHERE h IS NOT NULL GROUP BY {keys}"
-        )
+    let mut reuse: BTreeMap<String, Reuse> = BTreeMap::new();
+    if totals.iter().all(|&(_, _, _, smallest, largest)| smallest == largest) {
+        let distinct = counter.counts(totals.len())?;
+        for (key, group) in index {
+            let (rows, blocks, tokens, size, _) = totals[group as usize];
+            let missed = distinct[group as usize];
+            let entry = reuse.entry(key).or_default();
+            (entry.requests, entry.blocks, entry.tokens) = (rows, blocks, tokens);
+            (entry.hit_blocks, entry.hit_tokens) = (blocks - missed, tokens - missed * size);
+        }
     } else {
-        let blocks =
-            format!("SELECT {g} AS g, ordinal, a, block_size, unnest(prefix_hashes) AS h FROM {ordered} {filter}");
-        format!(
-            "SELECT {keys}, count(*) AS c, sum(block_size) AS t, \
-               first_value(block_size ORDER BY a ASC NULLS LAST, ordinal ASC) AS bs \
-             FROM ({blocks}) WHERE h IS NOT NULL GROUP BY {keys}"
-        )
-    };
+        drop(counter);
+        for (key, group) in index {
+            reuse.entry(key).or_default().requests = totals[group as usize].0;
+        }
+        first_sight_reuse(context, g, ordered, filter, &mut reuse).await?;
+    }
+    for entry in reuse.values_mut() {
+        entry.hit_rate = ratio(entry.hit_tokens, entry.tokens);
+    }
+    Ok(reuse)
+}
+
+/// [`reuse`] when some group mixes block sizes: each hash's miss weighs the block size of the row that first had
+/// it, found by the query engine.
+async fn first_sight_reuse(
+    context: &SessionContext,
+    g: &str,
+    ordered: &str,
+    filter: &str,
+    reuse: &mut BTreeMap<String, Reuse>,
+) -> Result<(), QueryError> {
+    let keys = grouped(g, "g, h", "h");
+    let blocks = format!("SELECT {g} AS g, ordinal, a, block_size, unnest(prefix_hashes) AS h FROM {ordered} {filter}");
+    let per_hash = format!(
+        "SELECT {keys}, count(*) AS c, sum(block_size) AS t, \
+           first_value(block_size ORDER BY a ASC NULLS LAST, ordinal ASC) AS bs \
+         FROM ({blocks}) WHERE h IS NOT NULL GROUP BY {keys}"
+    );
     let query = format!(
         "SELECT {key}, CAST(sum(c) AS BIGINT), CAST(sum(t) AS BIGINT), CAST(count(*) AS BIGINT), \
            CAST(sum(bs) AS BIGINT) FROM ({per_hash}) {group_by}",
@@ -927,10 +1047,7 @@ async fn reuse(
             entry.hit_tokens = entry.tokens - value(&missed, row);
         }
     }
-    for entry in reuse.values_mut() {
-        entry.hit_rate = ratio(entry.hit_tokens, entry.tokens);
-    }
-    Ok(reuse)
+    Ok(())
 }
 
 /// `kv_cache_usage` and `requests_waiting` per group key `sample_key` and instance: the summary of the values,
@@ -1002,6 +1119,39 @@ async fn engine(
         }
     }
     Ok(engine)
+}
+
+/// The rows of a stream of `(g, t)` batches (text, `BIGINT`), one at a time.
+struct Cursor {
+    stream: SendableRecordBatchStream,
+    batch: Option<(ArrayRef, ArrayRef)>,
+    row: usize,
+}
+
+impl Cursor {
+    fn new(stream: SendableRecordBatchStream) -> Self {
+        Self { stream, batch: None, row: 0 }
+    }
+
+    /// The current row, `None` past the last.
+    async fn peek(&mut self) -> Result<Option<(&str, i64)>, QueryError> {
+        while self.batch.as_ref().is_none_or(|(keys, _)| self.row >= keys.len()) {
+            match self.stream.next().await {
+                Some(batch) => {
+                    let batch = batch?;
+                    self.batch = Some((utf8(batch.column(0))?, batch.column(1).clone()));
+                    self.row = 0;
+                }
+                None => return Ok(None),
+            }
+        }
+        let (keys, times) = self.batch.as_ref().expect("a batch with rows left");
+        Ok(Some((keys.as_string::<i32>().value(self.row), times.as_primitive::<Int64Type>().value(self.row))))
+    }
+
+    fn advance(&mut self) {
+        self.row += 1;
+    }
 }
 
 /// Runs a statement whose result is not wanted (a `SET`, a `CREATE VIEW`).

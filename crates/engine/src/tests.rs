@@ -381,3 +381,54 @@ fn ttft_under_load_and_the_split_of_request_time() {
     close(m.time_split.decode, 0.85);
     assert_eq!([0, 1, 3, 5, 8].map(crate::compute::load_bucket), [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15)]);
 }
+
+#[test]
+fn reuse_with_mixed_block_sizes_weighs_the_first_sight() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = |id: &str, model: &str, arrival: f64, block_size: u32, hashes: &[u64]| RequestRow {
+        arrival_time: at(arrival),
+        block_size: Some(block_size),
+        prefix_hashes: Some(hashes.to_vec()),
+        ..request(id, Some(model), None, Status::Ok)
+    };
+    // Written out of arrival order: "late" (block size 32) is first in the file but arrives last.
+    let rows = [
+        row("late", "m1", 9.0, 32, &[1, 2, 5]),
+        row("early", "m1", 1.0, 16, &[1, 2, 3]),
+        row("mid", "m2", 5.0, 16, &[1, 4]),
+    ];
+    let data = [write(&dir.path().join("d"), &rows, &[])];
+    let m = compute(&data, &MetricsOptions::default());
+    let reuse = &m.overall.cache.reuse;
+    // 8 blocks, 5 distinct hashes: 3 hit. Tokens: 3 × 32 + 5 × 16 = 176. Misses weigh the block size of the row
+    // that first had the hash, by arrival: 1, 2, 3 from "early" (16 each), 4 from "mid" (16), 5 from "late" (32).
+    assert_eq!((reuse.requests, reuse.blocks, reuse.hit_blocks, reuse.tokens), (3, 8, 3, 176));
+    assert_eq!(reuse.hit_tokens, 176 - (4 * 16 + 32));
+    // By model, m2 has one block size: the distinct hashes are counted per group (hash 1 misses in each).
+    let by_model = compute(&data, &MetricsOptions { by: Some(GroupBy::Model), ..Default::default() });
+    let m2 = &by_model.groups["m2"].cache.reuse;
+    assert_eq!((m2.blocks, m2.hit_blocks, m2.tokens, m2.hit_tokens), (2, 0, 32, 0));
+    let m1 = &by_model.groups["m1"].cache.reuse;
+    assert_eq!((m1.blocks, m1.hit_blocks, m1.tokens, m1.hit_tokens), (6, 2, 144, 144 - (3 * 16 + 32)));
+}
+
+#[test]
+fn reuse_by_group_counts_each_groups_hashes_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = |id: &str, instance: &str, arrival: f64, hashes: &[u64]| RequestRow {
+        arrival_time: at(arrival),
+        block_size: Some(16),
+        prefix_hashes: Some(hashes.to_vec()),
+        ..request(id, None, Some(instance), Status::Ok)
+    };
+    let rows = [row("a", "i0", 0.0, &[7, 8]), row("b", "i1", 1.0, &[7, 8, 9]), row("c", "i0", 2.0, &[7, 8, 10])];
+    let data = [write(&dir.path().join("d"), &rows, &[])];
+    let by_instance = compute(&data, &MetricsOptions { by: Some(GroupBy::Instance), ..Default::default() });
+    // i0 sees 7 and 8 twice: 2 of 5 blocks hit; i1 sees its three once.
+    let i0 = &by_instance.groups["i0"].cache.reuse;
+    assert_eq!((i0.requests, i0.blocks, i0.hit_blocks, i0.hit_tokens), (2, 5, 2, 32));
+    let i1 = &by_instance.groups["i1"].cache.reuse;
+    assert_eq!((i1.requests, i1.blocks, i1.hit_blocks), (1, 3, 0));
+    // Overall, 7 and 8 hit in b and c: 4 of 8.
+    assert_eq!(by_instance.overall.cache.reuse.hit_blocks, 4);
+}

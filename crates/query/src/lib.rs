@@ -78,6 +78,15 @@ pub enum QueryError {
         /// The second.
         again: PathBuf,
     },
+    /// A scratch file (under `--spill-dir`) could not be written or read back.
+    #[error("cannot write scratch file {}: {source}: free space there or choose another spill directory", path.display())]
+    Scratch {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
     /// The query engine failed: a query that does not parse or plan, a file that does not decode, no room to spill.
     /// Its message is the innermost error's, on one line.
     #[error("{}", one_line(.0))]
