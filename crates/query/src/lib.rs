@@ -34,7 +34,6 @@ use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTable
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
-use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{DataFrame, Expr, SessionConfig, SessionContext, cast, col, lit};
 use datafusion::scalar::ScalarValue;
@@ -43,6 +42,7 @@ use infertrace_schema::{CacheEvent, DatasetError, EngineSample, Manifest, Reques
 pub use datafusion;
 
 mod ordered;
+mod pool;
 
 /// The column [`Datasets::register_ordered`] adds: a row's position in input order, from 0.
 pub const ORDINAL: &str = "ordinal";
@@ -356,7 +356,7 @@ fn session(options: &QueryOptions) -> Result<SessionContext, QueryError> {
         disk = disk.with_mode(DiskManagerMode::Directories(vec![dir.clone()]));
     }
     let runtime = RuntimeEnvBuilder::new()
-        .with_memory_pool(Arc::new(FairSpillPool::new(options.memory_limit)))
+        .with_memory_pool(Arc::new(pool::HeadroomPool::new(options.memory_limit)))
         .with_disk_manager_builder(disk)
         .build_arc()?;
     let mut config = SessionConfig::new().with_information_schema(true);
