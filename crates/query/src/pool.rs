@@ -126,9 +126,9 @@ mod tests {
     #[test]
     fn spillers_leave_a_quarter_to_the_rest() {
         let pool: Arc<dyn MemoryPool> = Arc::new(HeadroomPool::new(800));
-        let mut a = MemoryConsumer::new("a").with_can_spill(true).register(&pool);
-        let mut b = MemoryConsumer::new("b").with_can_spill(true).register(&pool);
-        let mut merge = MemoryConsumer::new("merge").register(&pool);
+        let a = MemoryConsumer::new("a").with_can_spill(true).register(&pool);
+        let b = MemoryConsumer::new("b").with_can_spill(true).register(&pool);
+        let merge = MemoryConsumer::new("merge").register(&pool);
         // Two spillers share 600 bytes: 300 each.
         a.try_grow(300).unwrap();
         assert!(a.try_grow(1).is_err());
