@@ -837,7 +837,7 @@ pub(crate) async fn distributions(
 
 /// TTFT per group and power-of-two bucket of the requests in flight at each arrival.
 ///
-/// The requests in flight at an arrival t are those with arrival ≤ t ≤ … < completion, less the request itself:
+/// The requests in flight at an arrival t are those with arrival ≤ t < completion, less the request itself:
 /// the arrivals up to t (ties taken together; a request without a completion, or completing before it arrives, is
 /// nobody's load) less the completions up to t. The engine numbers the arrivals with a running count over them in
 /// time order and sorts the completions; a walk over the two sorted streams counts the completions passed.
