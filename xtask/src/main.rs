@@ -2,6 +2,8 @@
 //!
 //! - `codegen [--check]` writes `schemas/` from the schema crate (or checks it is up to date).
 //! - `normalize` normalizes every input under `testdata/` into `target/normalized/<name>/` and prints a summary.
+//! - `test [ARGS…]` installs what the tests need (pinned Python packages under `target/python/`, Chromium with apt
+//!   when it may) and runs `cargo test --workspace --no-fail-fast ARGS…` (see `test.rs`).
 //! - `fuzz-seed` writes starting corpora for the fuzz targets of `fuzz/` from `testdata/` (see `fuzz.rs`).
 //! - `bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--threads N] [--formats]` times `infertrace normalize`
 //!   on large generated inputs against `wc -l` and the Python baseline of `bench/baseline/`, then the logs compressed
@@ -25,9 +27,10 @@ mod bench;
 mod bench_formats;
 mod bench_scale;
 mod fuzz;
+mod test;
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--threads N] [--formats] | bench --scale [--requests N,…] [--runs N] [--no-duckdb]>";
+const USAGE: &str = "usage: cargo xtask <codegen [--check] | normalize | test [ARGS…] | fuzz-seed | bench [--runs N] [--log-mb N] [--rows N] [--no-python] [--threads N] [--formats] | bench --scale [--requests N,…] [--runs N] [--no-duckdb]>";
 
 fn main() -> ExitCode {
     match run() {
@@ -47,6 +50,7 @@ fn run() -> Result<()> {
         ["codegen", "--check"] => codegen(&root, true),
         ["normalize"] => normalize_testdata(&root),
         ["fuzz-seed"] => fuzz::seed(&root),
+        ["test", rest @ ..] => test::test(&root, &rest.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()),
         ["bench", "--scale", rest @ ..] => {
             let options = bench_scale::ScaleOptions::parse(rest)?;
             bench_scale::bench(&bench::release_binary(&root)?, &root.join("target/bench"), &options)
