@@ -47,6 +47,10 @@ pub struct NormalizeOptions<'a> {
     pub threads: usize,
 }
 
+/// The reason the manifest's `skipped` gives for an input whose content equals an earlier one's, followed by that
+/// input's recorded path.
+pub(crate) const DUPLICATE_REASON: &str = "same content as";
+
 /// How many offending lines `--show-lines` shows over a run.
 pub const SHOWN_LINES: usize = 20;
 /// How many bytes of each offending line `--show-lines` shows.
@@ -432,6 +436,9 @@ fn parse_file(
     progress: &ProgressBar,
     sink: &mut dyn Sink,
 ) -> Result<FileOutcome> {
+    if let Some(first) = &file.duplicate_of {
+        return Ok(FileOutcome::Skipped(format!("{DUPLICATE_REASON} {first}")));
+    }
     let read_error = || format!("cannot read input {}", file.display);
     let ticker = progress.clone();
     let mut input = Input::open_with_limits(&file.path, Some(Arc::new(move |n| ticker.inc(n))), options.limits)
@@ -611,6 +618,7 @@ mod tests {
                 recorded_text: None,
                 modified: None,
                 in_directory: true,
+                duplicate_of: None,
             })
             .collect()
     }

@@ -24,6 +24,9 @@ pub struct InputFile {
     /// Found by walking a directory given on the command line (rather than named): such a file may be skipped
     /// when no adapter recognises it.
     pub in_directory: bool,
+    /// The recorded name of an earlier input with the same content: this one is skipped (see
+    /// [`mark_duplicates`]).
+    pub duplicate_of: Option<String>,
 }
 
 /// Whether `path` is named as gzip'd or zstd'd (`.gz`, `.zst`, `.zstd`).
@@ -65,10 +68,84 @@ pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFil
                 recorded_text: recorded_text(input, &metadata),
                 modified: modified(&metadata),
                 in_directory: false,
+                duplicate_of: None,
             });
         }
     }
+    mark_duplicates(&mut files)?;
     Ok(files)
+}
+
+/// Marks each input whose content equals an earlier one's (the same file named twice, a directory and a file in it,
+/// or a copy) as its duplicate, so that its rows are not written twice.
+///
+/// Only regular files of equal, non-zero size can be equal, so only those are hashed (SHA-256, before the parse):
+/// inputs of distinct sizes, the usual case, cost nothing. The same file under two names is known by its device
+/// and inode without reading it.
+fn mark_duplicates(files: &mut [InputFile]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    /// An input kept, against which later ones of its size are compared.
+    struct Kept {
+        index: usize,
+        /// Device and inode.
+        identity: (u64, u64),
+        /// Its SHA-256, computed once another file of its size is not the same file.
+        hash: Option<[u8; 32]>,
+    }
+    let identity = |file: &InputFile| {
+        let metadata = fs::metadata(&file.path).with_context(|| format!("cannot read input {}", file.display))?;
+        anyhow::Ok(metadata.is_file().then(|| (metadata.dev(), metadata.ino())))
+    };
+    let mut by_size: std::collections::BTreeMap<u64, Vec<(usize, (u64, u64))>> = Default::default();
+    for (i, file) in files.iter().enumerate() {
+        if let Some(id) = identity(file)?.filter(|_| file.bytes > 0) {
+            by_size.entry(file.bytes).or_default().push((i, id));
+        }
+    }
+    for group in by_size.into_values().filter(|g| g.len() > 1) {
+        let mut kept: Vec<Kept> = Vec::new();
+        for (i, id) in group {
+            let mut original = kept.iter().find(|k| k.identity == id).map(|k| k.index);
+            let mut hash = None;
+            if original.is_none() && !kept.is_empty() {
+                let own = content_hash(&files[i])?;
+                for k in &mut kept {
+                    let theirs = match k.hash {
+                        Some(h) => h,
+                        None => *k.hash.insert(content_hash(&files[k.index])?),
+                    };
+                    if theirs == own {
+                        original = Some(k.index);
+                        break;
+                    }
+                }
+                hash = Some(own);
+            }
+            match original {
+                Some(first) => files[i].duplicate_of = Some(files[first].display.clone()),
+                None => kept.push(Kept { index: i, identity: id, hash }),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The SHA-256 of `file`'s stored bytes.
+fn content_hash(file: &InputFile) -> Result<[u8; 32]> {
+    use sha2::Digest as _;
+    let mut reader = fs::File::open(&file.path).with_context(|| format!("cannot read input {}", file.display))?;
+    let mut hasher = sha2::Sha256::new();
+    let mut block = vec![0; 1 << 20];
+    loop {
+        let n = match std::io::Read::read(&mut reader, &mut block) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            read => read.with_context(|| format!("cannot read input {}", file.display))?,
+        };
+        if n == 0 {
+            return Ok(hasher.finalize().into());
+        }
+        hasher.update(&block[..n]);
+    }
 }
 
 fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> Result<()> {
@@ -94,6 +171,7 @@ fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> 
                 bytes: metadata.len(),
                 modified: modified(&metadata),
                 in_directory: true,
+                duplicate_of: None,
             });
         }
     }

@@ -71,13 +71,20 @@ pub fn diagnostics_lines(manifest: &Manifest) -> Vec<String> {
     lines
 }
 
-/// One line per skipped file of an input directory (at most ten, then how many more).
+/// One line per skipped input (at most ten, then how many more): a file of an input directory no adapter claims,
+/// or an input that repeats an earlier one.
 pub fn skipped_lines(manifest: &Manifest) -> Vec<String> {
     let mut lines: Vec<String> = manifest
         .skipped
         .iter()
         .take(10)
-        .map(|s| format!("skipped {} ({}); pass --format to read it", s.path, s.reason))
+        .map(|s| {
+            if s.reason.starts_with(crate::normalize::DUPLICATE_REASON) {
+                format!("skipped {} ({}): its rows are read once", s.path, s.reason)
+            } else {
+                format!("skipped {} ({}); pass --format to read it", s.path, s.reason)
+            }
+        })
         .collect();
     if manifest.skipped.len() > 10 {
         lines

@@ -160,3 +160,32 @@ fn manifest_records_what_was_read() {
     assert_eq!(manifest["schema_version"], 1);
     assert!(!text.contains(&*std::env::current_dir().unwrap().to_string_lossy()), "absolute path in manifest");
 }
+
+#[test]
+fn an_input_read_twice_is_written_once_and_listed_as_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    fs::create_dir(&traces).unwrap();
+    // The Dynamo replay fixture holds 2 requests; a copy under another name has the same content, and a file of the
+    // same size with one byte changed does not.
+    let original = fs::read(input("mooncake/dynamo-replay/mooncake.jsonl")).unwrap();
+    fs::write(traces.join("a.jsonl"), &original).unwrap();
+    fs::write(traces.join("b-copy.jsonl"), &original).unwrap();
+    let mut changed = original.clone();
+    let digit = changed.iter().position(u8::is_ascii_digit).unwrap();
+    changed[digit] = if changed[digit] == b'9' { b'8' } else { changed[digit] + 1 };
+    fs::write(traces.join("c-changed.jsonl"), &changed).unwrap();
+    let a = traces.join("a.jsonl");
+    // The same file named twice, then its directory (which holds it, its copy and the changed file).
+    let report = common::run(&[a.clone(), a.clone(), traces.clone()], &dir.path().join("ds"));
+    let read: Vec<&str> = report.manifest.inputs.iter().map(|i| i.path.as_str()).collect();
+    // A named file outside the working directory is recorded by its name, a directory's files under the
+    // directory's name.
+    assert_eq!(read, ["a.jsonl", "traces/c-changed.jsonl"]);
+    let skipped: Vec<(&str, &str)> =
+        report.manifest.skipped.iter().map(|s| (s.path.as_str(), s.reason.as_str())).collect();
+    let reason = "same content as a.jsonl";
+    assert_eq!(skipped, [("a.jsonl", reason), ("traces/a.jsonl", reason), ("traces/b-copy.jsonl", reason)]);
+    assert_eq!(report.manifest.rows.requests, 4, "2 requests of a.jsonl and 2 of the changed file");
+    assert_eq!(Dataset::open(&report.output).unwrap().requests.num_rows(), 4);
+}

@@ -148,12 +148,13 @@ pub struct MergeRecord {
     pub columns: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
-/// A file of an input directory that was not normalized.
+/// An input that was not normalized: a file of an input directory no adapter claims, or a repeat of an earlier input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedInput {
     /// Its path, as `inputs[].path` would have recorded it.
     pub path: String,
-    /// Why: `unrecognised` (no adapter claims it) or `ambiguous: a, b` (several claim it equally).
+    /// Why: `unrecognised` (no adapter claims it), `ambiguous: a, b` (several claim it equally) or `same content as
+    /// PATH` (an earlier input, read instead).
     pub reason: String,
 }
 
@@ -336,8 +337,16 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
         "inputs[].details.<key>",
         "Format-specific facts about the whole input, such as a benchmark run's summary (`vllm-bench`).",
     ),
-    ("skipped[].path", "A file of an input directory that no adapter recognised (named files must be recognised)."),
-    ("skipped[].reason", "`unrecognised`, or `ambiguous: <format ids>`; pass `--format` to read it."),
+    (
+        "skipped[].path",
+        "A file of an input directory that no adapter recognised (named files must be recognised), or an input whose \
+         content equals an earlier input's (the same file named twice, a directory and a file in it, a copy).",
+    ),
+    (
+        "skipped[].reason",
+        "`unrecognised` or `ambiguous: <format ids>` (pass `--format` to read it), or `same content as <path>`: \
+         the earlier input's recorded path, whose rows are written once.",
+    ),
     ("merge.datasets[]", "Datasets merged by `infertrace merge`, as given (absent unless the dataset is a merge)."),
     ("merge.tolerance_ns", "Largest arrival-time difference of rows joined by time (`--tolerance`), ns."),
     ("merge.token_slack", "Largest token-count difference of rows joined by time (`--token-slack`)."),
