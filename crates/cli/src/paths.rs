@@ -96,7 +96,9 @@ fn mark_duplicates(files: &mut [InputFile]) -> Result<()> {
         let metadata = fs::metadata(&file.path).with_context(|| format!("cannot read input {}", file.display))?;
         anyhow::Ok(metadata.is_file().then(|| (metadata.dev(), metadata.ino())))
     };
-    let mut by_size: std::collections::BTreeMap<u64, Vec<(usize, (u64, u64))>> = Default::default();
+    /// Per size, the inputs of that size: index and identity.
+    type BySize = std::collections::BTreeMap<u64, Vec<(usize, (u64, u64))>>;
+    let mut by_size = BySize::new();
     for (i, file) in files.iter().enumerate() {
         if let Some(id) = identity(file)?.filter(|_| file.bytes > 0) {
             by_size.entry(file.bytes).or_default().push((i, id));
