@@ -31,7 +31,7 @@ pub fn parse_id(id: &str, data: &[u8]) {
 pub fn parse(adapter: &dyn Adapter, data: &[u8]) {
     let _ = adapter.detect(&data[..data.len().min(HEAD_BYTES)]);
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "fuzz/input.log", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "fuzz/input.log", options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let mut input = data;
     adapter.parse(&mut input, &ctx, &mut sink).expect("parsing a byte slice never fails: only I/O may");

@@ -1429,7 +1429,7 @@ mod tests {
 
     fn parse(source_file: &str, text: &str) -> (CollectSink, ParseReport) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file, options: &options, modified: None };
+        let ctx = ParseContext { source_file, options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         let report = Aiperf.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)

@@ -912,7 +912,12 @@ mod tests {
 
     fn parse(text: &str) -> (CollectSink, ParseReport) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "artifacts/run/profile_export.json", options: &options, modified: None };
+        let ctx = ParseContext {
+            source_file: "artifacts/run/profile_export.json",
+            options: &options,
+            modified: None,
+            sidecars: None,
+        };
         let mut sink = CollectSink::default();
         let report = GenaiPerf.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)

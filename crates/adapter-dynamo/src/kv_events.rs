@@ -314,7 +314,7 @@ mod tests {
 
     fn parse(text: &str) -> (CollectSink, ParseReport) {
         let options = ParseOptions { start_ns: 1_000_000_000, ..ParseOptions::default() };
-        let ctx = ParseContext { source_file: "kv.jsonl", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "kv.jsonl", options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         let report = DynamoKvEvents.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)

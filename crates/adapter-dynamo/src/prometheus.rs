@@ -212,7 +212,7 @@ mod tests {
 
     fn parse(text: &str) -> (CollectSink, ParseReport) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "dynamo.prom", options: &options, modified: Some(7) };
+        let ctx = ParseContext { source_file: "dynamo.prom", options: &options, modified: Some(7), sidecars: None };
         let mut sink = CollectSink::default();
         let report = DynamoMetrics.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)

@@ -316,7 +316,12 @@ mod tests {
 
     fn parse(text: &str) -> (CollectSink, ParseReport) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "dynamo-request-trace.000000.jsonl", options: &options, modified: None };
+        let ctx = ParseContext {
+            source_file: "dynamo-request-trace.000000.jsonl",
+            options: &options,
+            modified: None,
+            sidecars: None,
+        };
         let mut sink = CollectSink::default();
         let report = DynamoRequestTrace.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)

@@ -17,7 +17,12 @@ const CANARY: &str = "synthetic error message";
 
 fn parse(bytes: &[u8]) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "artifacts/run/profile_export.jsonl", options: &options, modified: Some(0) };
+    let ctx = ParseContext {
+        source_file: "artifacts/run/profile_export.jsonl",
+        options: &options,
+        modified: Some(0),
+        sidecars: None,
+    };
     let mut sink = CollectSink::default();
     let report = Aiperf.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 fn parse(bytes: &[u8], source_file: &str) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file, options: &options, modified: Some(0) };
+    let ctx = ParseContext { source_file, options: &options, modified: Some(0), sidecars: None };
     let mut sink = CollectSink::default();
     let report = GenaiPerf.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 
 fn parse(bytes: &[u8]) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "logs/frontend.log", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "logs/frontend.log", options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = DynamoLog.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

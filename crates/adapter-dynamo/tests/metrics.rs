@@ -12,7 +12,7 @@ use proptest::prelude::*;
 
 fn parse(bytes: &[u8]) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "metrics.prom", options: &options, modified: Some(1_000) };
+    let ctx = ParseContext { source_file: "metrics.prom", options: &options, modified: Some(1_000), sidecars: None };
     let mut sink = CollectSink::default();
     let report = DynamoMetrics.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 fn parse(adapter: &dyn Adapter, bytes: &[u8]) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "generated.jsonl", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "generated.jsonl", options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = adapter.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

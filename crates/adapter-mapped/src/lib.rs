@@ -141,7 +141,7 @@ mod tests {
 
     fn parse(kind: InputKind, mapping: &str, text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
         let adapter = MappedAdapter::new(kind, Mapping::from_toml(mapping).unwrap());
-        let ctx = ParseContext { source_file: "logs/run-7.csv", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "logs/run-7.csv", options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         let report = adapter.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)
@@ -317,7 +317,7 @@ mod tests {
         let mapping = "[requests]\nrequest_id = \"id\"\ninput_tokens = \"prompt_tokens\"\n";
         let options = ParseOptions::default();
         let adapter = MappedAdapter::new(InputKind::Jsonl, Mapping::from_toml(mapping).unwrap());
-        let ctx = ParseContext { source_file: "x.jsonl", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "x.jsonl", options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         let _ = adapter.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
         let kinds: Vec<_> = sink.diagnostics.iter().map(|d| (d.line, d.kind)).collect();

@@ -16,7 +16,7 @@ fn adapter(kind: InputKind, mapping: &str) -> MappedAdapter {
 
 fn parse(adapter: &dyn Adapter, bytes: &[u8]) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "generated.log", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "generated.log", options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = adapter.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

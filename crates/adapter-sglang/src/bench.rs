@@ -263,8 +263,12 @@ mod tests {
 
     fn parse(text: &str) -> (CollectSink, ParseReport) {
         let options = ParseOptions::default();
-        let ctx =
-            ParseContext { source_file: "runs/sglang_1129_100_1024_128.jsonl", options: &options, modified: None };
+        let ctx = ParseContext {
+            source_file: "runs/sglang_1129_100_1024_128.jsonl",
+            options: &options,
+            modified: None,
+            sidecars: None,
+        };
         let mut sink = CollectSink::default();
         let report = SglangBench.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)

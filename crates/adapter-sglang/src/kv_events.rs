@@ -79,7 +79,7 @@ mod tests {
 
     fn parse(bytes: &[u8]) -> CollectSink {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "kv.jsonl", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "kv.jsonl", options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         SglangKvEvents.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
         sink

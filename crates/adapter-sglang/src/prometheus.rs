@@ -131,7 +131,7 @@ sglang:cached_tokens_total{model_name=\"m\"} 150.0
 sglang:func_latency_seconds_count{name=\"generate_request\"} 9.0
 ";
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "sglang.prom", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "sglang.prom", options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         let report = SglangMetrics.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         assert_eq!(sink.diagnostics, []);

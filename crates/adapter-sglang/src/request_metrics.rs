@@ -138,8 +138,12 @@ mod tests {
 {"request_parameters": "{\"rid\": \"r2\"}", "finish_reason": {"type": "abort", "status_code": 503}, "prompt_tokens": 7, "completion_tokens": 0, "e2e_latency": 0.1}
 {"request_parameters": "#;
         let options = ParseOptions::default();
-        let ctx =
-            ParseContext { source_file: "sglang-request-metrics-20251224_13.log", options: &options, modified: None };
+        let ctx = ParseContext {
+            source_file: "sglang-request-metrics-20251224_13.log",
+            options: &options,
+            modified: None,
+            sidecars: None,
+        };
         let mut sink = CollectSink::default();
         let report = SglangRequestMetrics.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         assert_eq!(report.lines, 3);

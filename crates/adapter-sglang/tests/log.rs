@@ -14,7 +14,7 @@ fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
 }
 
 fn parse(text: &str, options: ParseOptions, modified: Option<i64>) -> (CollectSink, ParseReport) {
-    let ctx = ParseContext { source_file: "sglang.log", options: &options, modified };
+    let ctx = ParseContext { source_file: "sglang.log", options: &options, modified, sidecars: None };
     let mut sink = CollectSink::default();
     let report = SglangLog.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
@@ -162,7 +162,7 @@ proptest! {
     #[test]
     fn never_panics_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "x", options: &options, modified: Some(0) };
+        let ctx = ParseContext { source_file: "x", options: &options, modified: Some(0), sidecars: None };
         for adapter in [&SglangLog as &dyn Adapter, &infertrace_adapter_sglang::SglangRequestMetrics, &infertrace_adapter_sglang::SglangMetrics] {
             let mut sink = CollectSink::default();
             adapter.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
@@ -176,7 +176,7 @@ proptest! {
         write_log(&mut bytes, Generation::ALL[generation], 8, 2).unwrap();
         let bytes = infertrace_adapter::testing::mutate(bytes, &edits);
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "x", options: &options, modified: Some(0) };
+        let ctx = ParseContext { source_file: "x", options: &options, modified: Some(0), sidecars: None };
         let mut sink = CollectSink::default();
         SglangLog.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     }

@@ -272,7 +272,7 @@ mod tests {
 
     fn parse(text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
         let mut sink = CollectSink::default();
-        let ctx = ParseContext { source_file: "azure/code.csv", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "azure/code.csv", options: &options, modified: None, sidecars: None };
         let report = AzureLlm.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)
     }

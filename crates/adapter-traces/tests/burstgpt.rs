@@ -14,7 +14,7 @@ use proptest::prelude::*;
 
 fn parse(bytes: &[u8], source_file: &str) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file, options: &options, modified: None };
+    let ctx = ParseContext { source_file, options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = BurstGpt.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

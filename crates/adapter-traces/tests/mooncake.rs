@@ -12,7 +12,7 @@ use infertrace_schema::WorkloadClass;
 
 fn parse(adapter: &dyn Adapter, bytes: &[u8], source_file: &str) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file, options: &options, modified: None };
+    let ctx = ParseContext { source_file, options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = adapter.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

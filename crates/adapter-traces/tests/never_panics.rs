@@ -17,7 +17,7 @@ const AZURE: &str = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:0
 
 fn check(adapter: &dyn Adapter, bytes: &[u8], skip_header: bool) -> Result<(), TestCaseError> {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "fuzz.txt", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "fuzz.txt", options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = adapter.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     let accounted: BTreeSet<u64> =

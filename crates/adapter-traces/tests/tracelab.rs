@@ -15,7 +15,7 @@ use serde_json::json;
 
 fn parse(bytes: &[u8], source_file: &str) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file, options: &options, modified: None };
+    let ctx = ParseContext { source_file, options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = TraceLab.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

@@ -19,7 +19,7 @@ fn testdata() -> PathBuf {
 
 fn parse_bytes(bytes: &[u8], source_file: &str) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file, options: &options, modified: None };
+    let ctx = ParseContext { source_file, options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = WekaTrace.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)
@@ -31,7 +31,7 @@ fn parse_file(relative: &str) -> (CollectSink, ParseReport) {
     assert_eq!(WekaTrace.detect(input.head()), Some(Confidence::High), "{relative}");
     assert_eq!(Mooncake.detect(input.head()), None, "{relative}");
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: relative, options: &options, modified: None };
+    let ctx = ParseContext { source_file: relative, options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = WekaTrace.parse(input.reader(), &ctx, &mut sink).unwrap();
     (sink, report)

@@ -367,7 +367,7 @@ mod tests {
 
     fn parse(text: &str) -> (CollectSink, ParseReport) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "bench/run.json", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "bench/run.json", options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         let report = VllmBench.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)

@@ -80,7 +80,7 @@ mod tests {
 
     fn parse(bytes: &[u8]) -> (CollectSink, ParseReport) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "kv.bin", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "kv.bin", options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         let report = VllmKvEvents.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
         (sink, report)

@@ -136,7 +136,7 @@ mod tests {
 
     fn parse(text: &str, modified: Option<i64>) -> (CollectSink, ParseReport) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "metrics.prom", options: &options, modified };
+        let ctx = ParseContext { source_file: "metrics.prom", options: &options, modified, sidecars: None };
         let mut sink = CollectSink::default();
         let report = VllmMetrics.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
         (sink, report)

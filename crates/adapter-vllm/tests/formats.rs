@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 fn parse(adapter: &dyn Adapter, bytes: &[u8]) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "generated", options: &options, modified: Some(0) };
+    let ctx = ParseContext { source_file: "generated", options: &options, modified: Some(0), sidecars: None };
     let mut sink = CollectSink::default();
     let report = adapter.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
     (sink, report)

@@ -13,7 +13,7 @@ fn parse_with(
     modified_year: Option<i32>,
 ) -> (CollectSink, infertrace_adapter::ParseReport) {
     let modified = modified_year.map(|year| utc(year, 6, 1, 12, 0, 0));
-    let ctx = ParseContext { source_file: "logs/server.log", options: &options, modified };
+    let ctx = ParseContext { source_file: "logs/server.log", options: &options, modified, sidecars: None };
     let mut sink = CollectSink::default();
     let report = VllmLog.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
@@ -265,7 +265,7 @@ proptest! {
     #[test]
     fn never_panics_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..500)) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "x.log", options: &options, modified: Some(infertrace_adapter::time::civil_to_nanos(2025, 6, 1, (0, 0, 0), UtcOffset::UTC).unwrap()) };
+        let ctx = ParseContext { source_file: "x.log", options: &options, modified: Some(infertrace_adapter::time::civil_to_nanos(2025, 6, 1, (0, 0, 0), UtcOffset::UTC).unwrap()), sidecars: None };
         let mut sink = CollectSink::default();
         VllmLog.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();
         let _ = VllmLog.detect(&bytes);
@@ -277,7 +277,7 @@ proptest! {
         write_log(&mut text, Generation::ALL[generation], LogOptions { requests: 6, prompt_tokens: (1, 40), seed: 3 }).unwrap();
         let text = infertrace_adapter::testing::mutate(text, &edits);
         let options = ParseOptions { year: Some(2025), ..ParseOptions::default() };
-        let ctx = ParseContext { source_file: "x.log", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "x.log", options: &options, modified: None, sidecars: None };
         let mut sink = CollectSink::default();
         VllmLog.parse(&mut &text[..], &ctx, &mut sink).unwrap();
     }

@@ -344,11 +344,11 @@ enum Hashing {
 }
 
 impl StoredReader {
-    fn spawn(mut file: File, progress: Option<Progress>) -> io::Result<Self> {
+    /// Reads `file`, whose size is taken to be `size` (0 for a stream such as a pipe, whose size is unknown).
+    fn spawn(mut file: impl Read + Send + 'static, size: u64, progress: Option<Progress>) -> io::Result<Self> {
         let read = Arc::new(AtomicU64::new(0));
         // Blocks no larger than the file needs (one byte more, to see its end): a hint, for a file that grows
         // while it is read is read to its end all the same.
-        let size = file.metadata().map_or(u64::MAX, |m| m.len());
         let (mut sha, mut bytes) = (Sha256::new(), 0u64);
         // A file smaller than `READ_HERE_BYTES` is read and hashed here: starting (and joining) a thread for it
         // cost more than reading it. A file longer than it said (it grew, or it is a named pipe, which says 0) fills
@@ -576,7 +576,24 @@ impl Input {
 
     /// [`open`](Self::open) with other limits on decompression.
     pub fn open_with_limits(path: &Path, progress: Option<Progress>, limits: DecompressionLimits) -> io::Result<Self> {
-        let mut stored = StoredReader::spawn(File::open(path)?, progress)?;
+        let file = File::open(path)?;
+        let size = file.metadata().map_or(u64::MAX, |m| m.len());
+        Self::from_stored(StoredReader::spawn(file, size, progress)?, limits)
+    }
+
+    /// Reads a stream that is not a file, such as standard input, as [`open_with_limits`](Self::open_with_limits)
+    /// reads a named pipe: to its end, in blocks, on a thread of its own once it is longer than its first block.
+    ///
+    /// Fails on I/O errors, including a compressed stream too damaged to yield its first bytes.
+    pub fn from_reader(
+        reader: impl Read + Send + 'static,
+        progress: Option<Progress>,
+        limits: DecompressionLimits,
+    ) -> io::Result<Self> {
+        Self::from_stored(StoredReader::spawn(reader, 0, progress)?, limits)
+    }
+
+    fn from_stored(mut stored: StoredReader, limits: DecompressionLimits) -> io::Result<Self> {
         let stored_bytes = stored.read.clone();
         let small = matches!(stored.hashing, Some(Hashing::Done(_)));
         // The first block holds the first `FIRST_BLOCK_BYTES` of the file at least, or all of a shorter one: room
@@ -680,6 +697,29 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_reads_as_the_file_it_came_from() {
+        // Standard input is a stream of unknown size: plain or compressed, short or past a first block, it reads
+        // as the same bytes would from a file, with the same digest.
+        let text: Vec<u8> = (0..20_000).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+        let stored = zstd::encode_all(&text[..], 3).unwrap();
+        for (name, bytes, content, compression) in [
+            ("plain", text.clone(), &text, Compression::None),
+            ("short", text[..100].to_vec(), &text[..100].to_vec(), Compression::None),
+            ("zstd", stored.clone(), &text, Compression::Zstd),
+        ] {
+            let mut input =
+                Input::from_reader(Cursor::new(bytes.clone()), None, DecompressionLimits::default()).unwrap();
+            assert_eq!(input.compression(), compression, "{name}");
+            assert_eq!(input.head(), &content[..content.len().min(HEAD_BYTES)], "{name}");
+            let mut read = Vec::new();
+            input.reader().read_to_end(&mut read).unwrap();
+            assert!(read == *content, "{name}: the content differs");
+            let digest = input.finish().unwrap();
+            assert_eq!(digest, InputDigest { bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) }, "{name}");
+        }
+    }
+
+    #[test]
     fn a_file_smaller_than_a_first_block_is_read_without_a_thread_and_any_other_with_one() {
         let dir = tempfile::tempdir().unwrap();
         let text: Vec<u8> = (0..7000).flat_map(|i| format!("{i}\n").into_bytes()).collect();
@@ -694,7 +734,8 @@ mod tests {
             let bytes: Vec<u8> = text.iter().copied().cycle().take(len).collect();
             let path = dir.path().join(name);
             std::fs::write(&path, &bytes).unwrap();
-            let mut stored = StoredReader::spawn(File::open(&path).unwrap(), None).unwrap();
+            let mut stored =
+                StoredReader::spawn(File::open(&path).unwrap(), std::fs::metadata(&path).unwrap().len(), None).unwrap();
             assert_eq!(matches!(stored.hashing, Some(Hashing::Thread(_))), threaded, "{name}");
             let mut content = Vec::new();
             stored.read_to_end(&mut content).unwrap();
@@ -726,7 +767,8 @@ mod tests {
         assert_eq!(text.len(), 120_000);
         for (name, bytes, threaded) in [("long", &text[..], true), ("short", &text[..100], false)] {
             let (path, writer) = pipe(dir.path(), name, bytes);
-            let mut stored = StoredReader::spawn(File::open(&path).unwrap(), None).unwrap();
+            let mut stored =
+                StoredReader::spawn(File::open(&path).unwrap(), std::fs::metadata(&path).unwrap().len(), None).unwrap();
             assert_eq!(matches!(stored.hashing, Some(Hashing::Thread(_))), threaded, "{name}");
             assert_eq!(stored.fill_buf().unwrap().len(), bytes.len().min(FIRST_BLOCK_BYTES), "{name}: first block");
             let mut content = Vec::new();
@@ -811,7 +853,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = Input::open(dir.path(), None).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::IsADirectory, "{error}");
-        let mut stored = StoredReader::spawn(File::open(dir.path()).unwrap(), None).unwrap();
+        let mut stored =
+            StoredReader::spawn(File::open(dir.path()).unwrap(), std::fs::metadata(dir.path()).unwrap().len(), None)
+                .unwrap();
         assert!(stored.fill_buf().is_err());
         assert!(stored.fill_buf().is_err(), "the failure stays one");
         assert_eq!(stored.finish().unwrap_err().kind(), io::ErrorKind::IsADirectory);

@@ -75,6 +75,17 @@ pub struct ParseContext<'a> {
     /// The input file's modification time (UTC nanoseconds): the last resort for inputs whose times lack a year
     /// or are missing altogether.
     pub modified: Option<i64>,
+    /// The files beside the input, for an adapter that takes context from them (where a simulator's run clock
+    /// starts); `None` for standard input and in tests of a single file.
+    pub sidecars: Option<&'a dyn Sidecars>,
+}
+
+/// Files beside an input, read by their path relative to the input's directory (`meta.json`,
+/// `../vllm/meta.json`): the adapter names the file, never sees where it is.
+pub trait Sidecars: std::fmt::Debug + Sync {
+    /// The decompressed content of the file at `relative` (plain, gzip or zstd), or `None` when there is none, it
+    /// cannot be read, or it is larger than the caller allows.
+    fn read(&self, relative: &str) -> Option<Vec<u8>>;
 }
 
 impl ParseContext<'_> {

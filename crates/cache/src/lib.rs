@@ -27,6 +27,8 @@
 //!   `block_size`), split over the tiers cumulatively in tier order: the fastest tier gets
 //!   `min(its blocks × block_size, total)`, the next the same over both minus the first, and so on. The hit ratio
 //!   divides by Σ`input_tokens` of the rows taking part (blocks × `block_size` where null).
+//!   With room for every block this is the unbounded hit ratio, the one definition `metrics`, `report`, `mrc` and
+//!   `model --from` share (`schemas/metrics.schema.json`, `cache.reuse`).
 //! - **Access.** After the lookup every block of the request is touched, the last block first. Then the tiers are
 //!   trimmed to capacity fastest first, each tier evicting by its policy until it fits.
 //! - **Exclusive placement** (the default): a block lives in one tier. A touched block is refreshed if it is in the

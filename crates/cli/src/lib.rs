@@ -19,6 +19,7 @@ pub mod registry;
 pub mod replay;
 pub mod report;
 pub mod sql;
+mod stdin;
 mod stream;
 pub mod summary;
 mod synth;

@@ -1,15 +1,17 @@
 //! `infertrace metrics`: open datasets, compute with the engine, render a terminal report or JSON.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use infertrace_engine::format::{count, dollars, percent, quantity, rate, seconds, significant};
 use infertrace_engine::{
-    Cost, CostProfile, Difference, Distribution, GroupMetrics, Latency, Metrics, MetricsOptions, SampleSummary,
-    compute_dirs,
+    Cost, CostProfile, Difference, Distribution, GroupBy, GroupMetrics, Latency, Metrics, MetricsOptions,
+    SampleSummary, compute_dirs,
 };
 use infertrace_query::QueryOptions;
+use infertrace_schema::SourceKind;
 
 use crate::summary::render_table;
 
@@ -83,11 +85,27 @@ pub fn render_metrics(metrics: &Metrics) -> String {
     }
     writeln!(out, "quantiles: linear interpolation between closest ranks").unwrap();
     out.push('\n');
-    out.push_str(&render_group("all requests", &metrics.overall));
+    // Broken down by source, each says what its rows are when they are not all measured.
+    let kinds: BTreeSet<SourceKind> = match metrics.by {
+        Some(GroupBy::Source) => metrics.groups.keys().map(|source| SourceKind::of(source)).collect(),
+        _ => BTreeSet::new(),
+    };
+    let all = match kinds.len() {
+        0 | 1 => "all requests".to_owned(),
+        _ => {
+            let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            format!("all requests ({} taken together; each source below)", kinds.join(" and "))
+        }
+    };
+    out.push_str(&render_group(&all, &metrics.overall));
     if let Some(by) = metrics.by {
         for (key, group) in &metrics.groups {
             out.push('\n');
-            out.push_str(&render_group(&format!("{} = {key}", by.column()), group));
+            let title = match SourceKind::of(key) {
+                SourceKind::Measured if kinds.len() <= 1 => format!("{} = {key}", by.column()),
+                kind => format!("{} = {key} ({})", by.column(), kind.as_str()),
+            };
+            out.push_str(&render_group(&title, group));
         }
     }
     out

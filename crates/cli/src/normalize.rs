@@ -8,7 +8,7 @@ use indicatif::ProgressBar;
 use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{
     Adapter, Compression, DecompressionLimits, Diagnostic, DiagnosticKind, Input, InputDigest, LineReader,
-    ParseContext, ParseOptions, ParseReport, Sink, hash, parallel,
+    ParseContext, ParseOptions, ParseReport, Sidecars, Sink, hash, parallel,
 };
 use infertrace_schema::{
     Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, HashSalt, InputEntry,
@@ -16,7 +16,7 @@ use infertrace_schema::{
 };
 use rayon::prelude::*;
 
-use crate::paths::{InputFile, collect_inputs, named_compressed};
+use crate::paths::{InputFile, InputKind, collect_inputs, named_compressed};
 use crate::registry::{self, DetectError};
 
 /// What to normalize and how.
@@ -108,6 +108,12 @@ pub fn normalize(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Resu
 /// [`normalize`] on the current rayon pool.
 fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> Result<NormalizeReport> {
     let files = collect_inputs(&options.inputs, &options.output)?;
+    if options.format.is_none() && files.iter().any(|f| f.kind == InputKind::Stdin) {
+        bail!(
+            "reading standard input (-) needs --format, as a live log has no head to detect it from; pass one of: {}",
+            registry::choices()
+        );
+    }
     progress.set_length(files.iter().map(|f| f.bytes).sum());
     let mut writer = DatasetWriter::create_partitioned(&options.output, options.force, options.partition_by).map_err(
         |e| match e {
@@ -270,7 +276,9 @@ impl ReadAheadBound {
         for file in files.iter().take(threads + 1) {
             // Saturating: a zstd frame header may claim up to 2⁶⁴ bytes.
             text = text.saturating_add(Self::text_bytes(file));
-            let admitted = file.bytes <= READ_AHEAD_BYTES && Self::text_bytes(file) < self.below;
+            // A stream (standard input, a named pipe) is read once, as it comes: never held, never parsed twice.
+            let admitted =
+                file.kind == InputKind::File && file.bytes <= READ_AHEAD_BYTES && Self::text_bytes(file) < self.below;
             if !admitted || (count > 0 && text > READ_AHEAD_WINDOW_BYTES) {
                 break;
             }
@@ -441,8 +449,12 @@ fn parse_file(
     }
     let read_error = || format!("cannot read input {}", file.display);
     let ticker = progress.clone();
-    let mut input = Input::open_with_limits(&file.path, Some(Arc::new(move |n| ticker.inc(n))), options.limits)
-        .with_context(read_error)?;
+    let ticker: infertrace_adapter::Progress = Arc::new(move |n| ticker.inc(n));
+    let input = match file.kind {
+        InputKind::Stdin => Input::from_reader(crate::stdin::Stdin::open()?, Some(ticker), options.limits),
+        InputKind::File | InputKind::Stream => Input::open_with_limits(&file.path, Some(ticker), options.limits),
+    };
+    let mut input = input.with_context(read_error)?;
     let adapter = match (options.format, registry::detect(input.head())) {
         (Some(adapter), _) => adapter,
         (None, Ok(adapter)) => adapter,
@@ -459,7 +471,10 @@ fn parse_file(
             bail!("input {} matches several formats ({}); pass --format to choose", file.display, ids.join(", "))
         }
     };
-    let ctx = ParseContext { source_file: &file.display, options: &options.parse, modified: file.modified };
+    let beside =
+        file.path.parent().filter(|_| file.kind != InputKind::Stdin).map(|dir| Beside { dir, limits: options.limits });
+    let sidecars = beside.as_ref().map(|b| b as &dyn Sidecars);
+    let ctx = ParseContext { source_file: &file.display, options: &options.parse, modified: file.modified, sidecars };
     let report = adapter.parse(input.reader(), &ctx, sink).map_err(|e| match e {
         infertrace_adapter::ParseError::Write(e) => write_error(e, options),
         other => anyhow::Error::new(other).context(read_error()),
@@ -467,6 +482,29 @@ fn parse_file(
     let compression = input.compression();
     let digest = input.finish().with_context(read_error)?;
     Ok(FileOutcome::Parsed(Box::new(Parsed { format: adapter.id(), report, compression, digest })))
+}
+
+/// The most bytes a file beside an input may hold (decompressed) to be read as its context.
+const SIDECAR_BYTES: u64 = 4 << 20;
+
+/// The files beside an input, in its directory.
+#[derive(Debug)]
+struct Beside<'a> {
+    dir: &'a std::path::Path,
+    limits: DecompressionLimits,
+}
+
+impl Sidecars for Beside<'_> {
+    fn read(&self, relative: &str) -> Option<Vec<u8>> {
+        let path = self.dir.join(relative);
+        if !std::fs::metadata(&path).ok()?.is_file() {
+            return None;
+        }
+        let mut input = Input::open_with_limits(&path, None, self.limits).ok()?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(input.reader(), SIDECAR_BYTES + 1), &mut bytes).ok()?;
+        (bytes.len() as u64 <= SIDECAR_BYTES).then_some(bytes)
+    }
 }
 
 impl Parsed {
@@ -479,7 +517,8 @@ impl Parsed {
         shown_lines: &mut Vec<ShownLine>,
     ) -> Result<Outcome> {
         let (records, diagnostics, offending) = (sink.records, sink.diagnostics, sink.offending);
-        if !offending.is_empty() {
+        // A stream cannot be read again for its lines.
+        if !offending.is_empty() && file.kind == InputKind::File {
             let lines = read_lines(file, options.limits, &offending);
             shown_lines.extend(lines.with_context(|| format!("cannot read input {}", file.display))?);
         }
@@ -619,6 +658,7 @@ mod tests {
                 modified: None,
                 in_directory: true,
                 duplicate_of: None,
+                kind: InputKind::File,
             })
             .collect()
     }

@@ -25,9 +25,25 @@ pub struct InputFile {
     /// when no adapter recognises it.
     pub in_directory: bool,
     /// The recorded name of an earlier input with the same content: this one is skipped (see
-    /// [`mark_duplicates`]).
+    /// `collect_inputs`).
     pub duplicate_of: Option<String>,
+    /// What it is read from.
+    pub kind: InputKind,
 }
+
+/// What an input is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// A regular file: its size is known and it can be read twice.
+    File,
+    /// A named pipe or a device: read once, to its end, whatever size it says.
+    Stream,
+    /// Standard input, named `-`: read once, to its end or to Ctrl-C.
+    Stdin,
+}
+
+/// The name that stands for standard input on the command line and in the manifest.
+pub const STDIN: &str = "-";
 
 /// Whether `path` is named as gzip'd or zstd'd (`.gz`, `.zst`, `.zstd`).
 pub fn named_compressed(path: &Path) -> bool {
@@ -41,6 +57,10 @@ fn recorded_text(path: &Path, metadata: &fs::Metadata) -> Option<u64> {
     if metadata.is_file() && named_compressed(path) { recorded_text_bytes(path).ok().flatten() } else { None }
 }
 
+fn kind(metadata: &fs::Metadata) -> InputKind {
+    if metadata.is_file() { InputKind::File } else { InputKind::Stream }
+}
+
 fn modified(metadata: &fs::Metadata) -> Option<i64> {
     let since_epoch = metadata.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
     i64::try_from(since_epoch.as_nanos()).ok()
@@ -52,6 +72,22 @@ pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFil
     let exclude = absolute(exclude);
     let mut files = Vec::new();
     for input in inputs {
+        if input.as_os_str() == STDIN {
+            if files.iter().any(|f: &InputFile| f.kind == InputKind::Stdin) {
+                bail!("standard input (-) is given twice; name it once");
+            }
+            files.push(InputFile {
+                path: input.clone(),
+                display: STDIN.to_owned(),
+                bytes: 0,
+                recorded_text: None,
+                modified: None,
+                in_directory: false,
+                duplicate_of: None,
+                kind: InputKind::Stdin,
+            });
+            continue;
+        }
         let metadata = fs::metadata(input)
             .with_context(|| format!("cannot read input {}; check the path exists and is readable", input.display()))?;
         if metadata.is_dir() {
@@ -69,6 +105,7 @@ pub fn collect_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Vec<InputFil
                 modified: modified(&metadata),
                 in_directory: false,
                 duplicate_of: None,
+                kind: kind(&metadata),
             });
         }
     }
@@ -93,6 +130,9 @@ fn mark_duplicates(files: &mut [InputFile]) -> Result<()> {
         hash: Option<[u8; 32]>,
     }
     let identity = |file: &InputFile| {
+        if file.kind != InputKind::File {
+            return anyhow::Ok(None);
+        }
         let metadata = fs::metadata(&file.path).with_context(|| format!("cannot read input {}", file.display))?;
         anyhow::Ok(metadata.is_file().then(|| (metadata.dev(), metadata.ino())))
     };
@@ -174,6 +214,7 @@ fn walk(root: &Path, dir: &Path, exclude: &Path, files: &mut Vec<InputFile>) -> 
                 modified: modified(&metadata),
                 in_directory: true,
                 duplicate_of: None,
+                kind: kind(&metadata),
             });
         }
     }

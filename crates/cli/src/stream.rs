@@ -25,7 +25,8 @@ pub(crate) fn engine_error(error: QueryError, query: &QueryOptions, what: &str) 
         QueryError::Dataset { .. }
         | QueryError::Path { .. }
         | QueryError::Twice { .. }
-        | QueryError::Scratch { .. } => anyhow::Error::new(error),
+        | QueryError::Scratch { .. }
+        | QueryError::MixedClocks { .. } => anyhow::Error::new(error),
         QueryError::Engine(ref engine) if matches!(engine.find_root(), DataFusionError::ResourcesExhausted(_)) => {
             let limit = match query.memory_limit {
                 n if n >= 1 << 20 => format!("{} MiB", n >> 20),

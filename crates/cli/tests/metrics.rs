@@ -68,16 +68,19 @@ fn the_binary_prints_tables_and_json() {
 
     let text = stdout(&infertrace(&["metrics", path, "--slo", "ttft=100ms,e2e=30s", "--by", "source"]));
     assert!(text.contains("slo: ttft ≤ 100 ms, e2e ≤ 30.0 s"), "{text}");
-    assert!(text.contains("== all requests =="), "{text}");
-    assert!(text.contains("== source = llmservingsim =="), "{text}");
+    // The bench measured its rows; the workload's are planned (relative clock, synthetic): shown apart.
+    assert!(text.contains("== all requests (measured and synthetic taken together; each source below) =="), "{text}");
+    assert!(text.contains("== source = llmservingsim-vllm (measured) =="), "{text}");
+    assert!(text.contains("== source = llmservingsim-workload (synthetic) =="), "{text}");
     assert!(text.contains("goodput: "), "{text}");
     assert!(text.contains("prefix reuse (unbounded cache): "), "{text}");
     assert_eq!(duration_row(&text, "ttft_s")[1], "5", "{text}");
 
-    let json = stdout(&infertrace(&["metrics", path, "--json", "--slo", "ttft=100ms", "--by", "session_id"]));
+    // Without --by, rows of two kinds are broken down by source all the same.
+    let json = stdout(&infertrace(&["metrics", path, "--json", "--slo", "ttft=100ms"]));
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["metrics_version"], 1);
-    assert_eq!(value["by"], "session_id");
+    assert_eq!(value["by"], "source");
     assert_eq!(value["slo"]["ttft"], 0.1);
     assert_eq!(value["overall"]["requests"], 8);
     assert_eq!(value["overall"]["latency"]["ttft"]["count"], 5);
@@ -87,12 +90,17 @@ fn the_binary_prints_tables_and_json() {
     // Bench rows 1 to 4 have a TTFT of at most 100 ms (0.0626 s, 0.0794 s, 0.0494 s, 0.0993 s); row 0 has 0.170 s.
     assert_eq!(value["overall"]["goodput"]["requests"], 4);
     assert_eq!(value["overall"]["cache"]["reuse"]["requests"], 3);
-    // No row has a session: one group under "(none)".
+    // On two clocks: nothing over all rows that needs one time line.
+    assert_eq!(value["overall"]["throughput"]["span_s"], serde_json::Value::Null);
     let groups: Vec<&String> = value["groups"].as_object().unwrap().keys().collect();
-    assert_eq!(groups, ["(none)"]);
+    assert_eq!(groups, ["llmservingsim-vllm", "llmservingsim-workload"]);
+    assert_eq!(value["groups"]["llmservingsim-vllm"]["requests"], 5);
     // The same again gives the same bytes.
-    let again = stdout(&infertrace(&["metrics", path, "--json", "--slo", "ttft=100ms", "--by", "session_id"]));
+    let again = stdout(&infertrace(&["metrics", path, "--json", "--slo", "ttft=100ms"]));
     assert_eq!(json, again);
+    // Another breakdown cannot take the two clocks together.
+    let refused = infertrace(&["metrics", path, "--json", "--by", "session_id"]);
+    assert_eq!(refused.status.code(), Some(2));
 }
 
 #[test]
@@ -113,14 +121,23 @@ fn bad_arguments_and_missing_datasets_are_errors() {
 #[test]
 fn groups_by_status_match_the_library() {
     let dir = tempfile::tempdir().unwrap();
-    let dataset = synthetic_dataset(dir.path());
+    // Two AIPerf records on the wall clock: one cancelled (`was_cancelled: true`, so `aborted`), one complete.
+    let aiperf = common::testdata().join("dynamo/aiperf-0.1.1-0.2");
+    let dataset = dir.path().join("ds");
+    common::run(
+        &[
+            aiperf.join("aiperf_profile_export_record_docs_failed.json"),
+            aiperf.join("aiperf_profile_export_record_docs_success.json"),
+        ],
+        &dataset,
+    );
     let options =
         MetricsOptions { slo: Slo::parse("e2e=20s").unwrap(), by: Some(GroupBy::Status), ..Default::default() };
     let computed = metrics(&[dataset], &options).unwrap();
     let keys: Vec<&str> = computed.groups.keys().map(String::as_str).collect();
-    assert_eq!(keys, ["ok", "unknown"]);
-    assert_eq!(computed.groups["ok"].requests, 5);
-    assert_eq!(computed.groups["unknown"].goodput.as_ref().unwrap().requests, 0);
+    assert_eq!(keys, ["aborted", "ok"]);
+    assert_eq!(computed.groups["ok"].requests, 1);
+    assert_eq!(computed.groups["aborted"].goodput.as_ref().unwrap().requests, 0);
 }
 
 /// `compare`: the first five requests of the two LLMServingSim runs (the same prompts on two GPUs).

@@ -5,7 +5,10 @@ Usage: metrics_check.py DATASET_DIR METRICS_JSON SLO
 Written independently of the Rust engine, from the definitions in crates/engine/src/lib.rs: status counts, latency
 distributions (quantiles by linear interpolation between closest ranks), throughput and goodput, cache hit rates,
 unbounded prefix reuse, the reasoning multiplier, per-instance engine samples (mean over samples and over time) and
-the fleet part of the cost. Prints "figures agree" or the first disagreements, and exits non-zero on any.
+the fleet part of the cost. When the JSON is broken down by source, each source's figures too (but its cost, a share
+of the whole fleet). Rows whose inputs' clock domains (the manifest's `inputs[].clock_domain`) are `relative` next to
+rows on the wall clock have no common time line: the figures that need one (span, rates, TTFT under load, the fleet's
+hours) are then null, overall and in any source whose own rows are on both clocks. Prints "figures agree" or the first disagreements, and exits non-zero on any.
 """
 
 import json
@@ -90,9 +93,7 @@ def ratio(a, b):
     return a / b if b else None
 
 
-def expected(dataset, slo):
-    requests = rows(f"{dataset}/requests.parquet")
-    samples = rows(f"{dataset}/samples.parquet")
+def expected(requests, samples, slo, one_clock=True):
     out = {}
     statuses = ["ok", "error", "aborted", "timeout", "unknown"]
     counts = {s: sum(1 for r in requests if r["status"] == s) for s in statuses}
@@ -103,6 +104,8 @@ def expected(dataset, slo):
 
     instants = [r[c] for r in requests for c in INSTANTS if r[c] is not None]
     span = (max(instants) - min(instants)) / 1e9 if len(instants) > 1 and max(instants) > min(instants) else None
+    if not one_clock:
+        span = None
     inputs = sum(r["input_tokens"] or 0 for r in requests)
     outputs = sum(r["output_tokens"] or 0 for r in requests)
     per_s = lambda n: n / span if span else None  # noqa: E731
@@ -130,18 +133,23 @@ def expected(dataset, slo):
     cache = hit("cached_tokens")
     cache["tiers"] = {t: hit(f"cached_tokens_{t}") for t in TIERS}
     ordered = sorted(requests, key=lambda r: (r["arrival_time"] is None, r["arrival_time"] or 0))
+    # An unbounded cache: a request hits its blocks seen before; its hit tokens are capped by its input tokens, and
+    # the rate divides by the input tokens (blocks x block_size where null).
     seen, reuse = set(), {"requests": 0, "blocks": 0, "hit_blocks": 0, "tokens": 0, "hit_tokens": 0}
     for r in ordered:
         if r["prefix_hashes"] is None or r["block_size"] is None:
             continue
         reuse["requests"] += 1
+        hits = 0
         for h in r["prefix_hashes"]:
             reuse["blocks"] += 1
-            reuse["tokens"] += r["block_size"]
             if h in seen:
-                reuse["hit_blocks"] += 1
-                reuse["hit_tokens"] += r["block_size"]
+                hits += 1
             seen.add(h)
+        reuse["hit_blocks"] += hits
+        size = len(r["prefix_hashes"]) * r["block_size"]
+        reuse["tokens"] += size if r["input_tokens"] is None else r["input_tokens"]
+        reuse["hit_tokens"] += hits * r["block_size"] if r["input_tokens"] is None else min(hits * r["block_size"], r["input_tokens"])
     reuse["hit_rate"] = ratio(reuse["hit_tokens"], reuse["tokens"])
     cache["reuse"] = reuse
     out["cache"] = cache
@@ -203,7 +211,7 @@ def expected(dataset, slo):
     out["ttft_under_load"] = [
         {"in_flight_min": low, "in_flight_max": max(low * 2 - 1, 0), "ttft": distribution(v)}
         for low, v in sorted(buckets.items())
-    ]
+    ] if one_clock else []
 
     hours = span / 3600 if span else None
     total = None
@@ -255,9 +263,24 @@ def compare(path, want, got, problems):
 
 def main():
     dataset, metrics_path, slo = sys.argv[1:4]
-    got = json.load(open(metrics_path))["overall"]
+    slo = parse_slo(slo)
+    got = json.load(open(metrics_path))
+    requests = rows(f"{dataset}/requests.parquet")
+    samples = rows(f"{dataset}/samples.parquet")
+    manifest = json.load(open(f"{dataset}/manifest.json"))
+    relative = {i["path"]: i["clock_domain"] == "relative" for i in manifest["inputs"]}
+    clocks = lambda rs: {relative[r["source_file"]] for r in rs if r["source_file"] in relative}  # noqa: E731
     problems = []
-    compare("overall", expected(dataset, parse_slo(slo)), got, problems)
+    compare("overall", expected(requests, samples, slo, len(clocks(requests)) <= 1), got["overall"], problems)
+    if got["by"] == "source":
+        sources = sorted({r["source"] for r in requests})
+        if sorted(got["groups"]) != sources:
+            problems.append(f"groups: expected {sources}, got {sorted(got['groups'])}")
+        for source in sources:
+            mine = [r for r in requests if r["source"] == source]
+            want = expected(mine, [s for s in samples if s["source"] == source], slo, len(clocks(mine)) <= 1)
+            del want["cost"]
+            compare(f"groups.{source}", want, got["groups"].get(source, {}), problems)
     if problems:
         print("\n".join(problems[:40]))
         sys.exit(1)

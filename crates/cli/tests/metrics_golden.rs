@@ -1,8 +1,9 @@
 //! Goldens of `metrics --json` for the testdata datasets, one per format family, and an independent check of their
 //! figures by a Python script (pyarrow, no shared code) reading the same Parquet files.
 //!
-//! Each family's files (`testdata/<family>/**`) are normalized into one dataset, then summarised with an SLO and
-//! the example cost profile, so that every part of the object is exercised.
+//! Each family's files (`testdata/<family>/**`) are normalized into one dataset, then summarised by source with an
+//! SLO and the example cost profile, so that every part of the object is exercised. By source: a family holds
+//! relative traces beside logs on the wall clock, which only a breakdown by source may take together.
 
 #![allow(clippy::print_stderr)]
 
@@ -12,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use infertrace::metrics::{metrics, metrics_json, read_cost_profile};
-use infertrace_engine::{MetricsOptions, Slo};
+use infertrace_engine::{GroupBy, MetricsOptions, Slo};
 
 const FAMILIES: &[&str] = &["azure-llm", "dynamo", "mooncake", "sglang", "traces", "vllm"];
 const SLO: &str = "ttft=2s,tpot=100ms,e2e=30s";
@@ -33,7 +34,7 @@ fn family_dataset(family: &str, dir: &Path) -> std::path::PathBuf {
 fn options() -> MetricsOptions {
     MetricsOptions {
         slo: Slo::parse(SLO).unwrap(),
-        by: None,
+        by: Some(GroupBy::Source),
         cost: Some(read_cost_profile(Path::new("../../examples/cost/h100-fleet.toml")).unwrap()),
     }
 }

@@ -84,7 +84,7 @@ pub struct Metrics {
     pub quantile_method: &'static str,
     /// SLO bounds in seconds, by duration name (`ttft`, …); empty when none was given.
     pub slo: BTreeMap<Latency, f64>,
-    /// Grouping column, or null.
+    /// Grouping column, or null; `source` without one asked for when the rows mix kinds of source.
     pub by: Option<GroupBy>,
     /// Figures over every row.
     pub overall: GroupMetrics,
@@ -155,7 +155,8 @@ pub struct LoadBucket {
 /// Rates over the trace span.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Throughput {
-    /// From the earliest to the latest instant of any row (arrival to completion); null when under two instants.
+    /// From the earliest to the latest instant of any row (arrival to completion); null when under two instants, or
+    /// when the rows are on two clocks (`crate::clocks`).
     pub span_s: Option<f64>,
     /// Rows per second of span.
     pub requests_per_s: Option<f64>,
@@ -205,7 +206,8 @@ pub struct Cache {
     pub reuse: Reuse,
 }
 
-/// The hit rate of an unbounded prefix cache replaying `prefix_hashes` in arrival order.
+/// The hit rate of an unbounded prefix cache replaying `prefix_hashes` in arrival order: the one definition of
+/// `schemas/metrics.schema.json` (`cache.reuse`), which `cache-sim` and `mrc` share.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Reuse {
     /// Rows having `prefix_hashes` and `block_size`.
@@ -214,9 +216,9 @@ pub struct Reuse {
     pub blocks: u64,
     /// Blocks whose hash an earlier block (of any earlier row, or earlier in the row) had.
     pub hit_blocks: u64,
-    /// Σ blocks × `block_size`.
+    /// Σ`input_tokens` of those rows (blocks × `block_size` where null).
     pub tokens: u64,
-    /// Σ hit blocks × `block_size`.
+    /// Σ min(hit blocks × `block_size`, `input_tokens`) over those rows.
     pub hit_tokens: u64,
     /// `hit_tokens / tokens`; null when no token is counted.
     pub hit_rate: Option<f64>,

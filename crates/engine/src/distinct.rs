@@ -1,15 +1,19 @@
-//! The distinct block hashes of each group, counted out of core.
+//! The distinct block hashes of each group, counted out of core, and the tokens their first sights weigh.
 //!
-//! A group's unbounded reuse is its blocks less its distinct hashes. A day of a large fleet has billions of blocks,
-//! too many to hold in one set: each `(group, hash)` is appended to one of several partition files in the scratch
-//! directory, chosen by a mix of the hash's bits, so that equal pairs meet in one file. Then each file is read back
-//! alone and counted in a set small enough for the processor's caches, a file per thread at a time (8 bytes a
-//! hash, 12 with its group).
+//! A group's unbounded reuse is its blocks less its distinct hashes: every block but the first sight of a hash
+//! hits. Each block weighs its share of its request's input tokens (`block_size`, less for a partly filled last
+//! block, 0 past the input), so the hit tokens are the shares of all blocks less those of the first sights: the
+//! share of each hash's earliest sight by arrival. A day of a large fleet has billions of blocks, too many to hold in
+//! one map: each `(group, share, arrival, hash)` is appended to one of several partition files in the scratch
+//! directory, chosen by a mix of the hash's bits, so that equal hashes meet in one file. Then each file is read
+//! back alone and counted in a map small enough for the processor's caches, a file per thread at a time (20 bytes
+//! a block, 24 with its group).
 //!
 //! The query engine's `GROUP BY` of the hashes does the same job several times slower: its one hash table of all
 //! the hashes is too large for the caches (measurements in `docs/performance.md`).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, BufWriter, Write as _};
@@ -21,6 +25,21 @@ use infertrace_query::QueryError;
 /// Partition files: about 400 thousand pairs each at 10 M requests, 4 million at 100 M. Fewer than a system's
 /// usual limit of 1024 open files.
 const PARTITIONS: usize = 512;
+
+/// What [`DistinctCounter::counts`] found in one group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    /// Distinct hashes.
+    pub distinct: u64,
+    /// Σ over the distinct hashes of the share of the earliest sight of each.
+    pub first_shares: u64,
+    /// Some hash's earliest sights (at one arrival, or without one) came with two shares: which of them was first
+    /// is decided by input order, which the counter does not know.
+    pub mixed: bool,
+}
+
+/// Bytes each partition file gathers before it is written: 512 of them hold 16 MiB.
+const BUFFER_BYTES: usize = 32 << 10;
 
 /// Counts the distinct hashes of each group (numbered from 0) out of core.
 pub(crate) struct DistinctCounter {
@@ -44,26 +63,28 @@ impl DistinctCounter {
         Ok(Self { dir, files, grouped, threads: threads.max(1) })
     }
 
-    /// Adds a hash to `group` (0 when not grouped).
-    pub(crate) fn insert(&mut self, group: u32, hash: u64) -> Result<(), QueryError> {
+    /// Adds a block to `group` (0 when not grouped): its hash, the input tokens it holds and its request's arrival
+    /// (`i64::MAX` for none: such requests are replayed last).
+    pub(crate) fn insert(&mut self, group: u32, hash: u64, share: u32, arrival: i64) -> Result<(), QueryError> {
         // The high bits of a multiplication depend on every bit of the hash: hashes that are not uniform (small
         // integers in a hand-written dataset) still spread over the partitions.
         let partition = (hash.wrapping_mul(SPREAD) >> (64 - PARTITIONS.trailing_zeros())) as usize;
         let path = || partition_path(&self.dir, partition);
         let file = match &mut self.files[partition] {
             Some(file) => file,
-            slot => slot.insert(BufWriter::new(File::create(path()).map_err(|e| scratch(&path(), e))?)),
+            slot => slot
+                .insert(BufWriter::with_capacity(BUFFER_BYTES, File::create(path()).map_err(|e| scratch(&path(), e))?)),
         };
-        let written = if self.grouped {
-            file.write_all(&group.to_le_bytes()).and_then(|()| file.write_all(&hash.to_le_bytes()))
-        } else {
-            file.write_all(&hash.to_le_bytes())
-        };
+        let grouped = if self.grouped { file.write_all(&group.to_le_bytes()) } else { Ok(()) };
+        let written = grouped
+            .and_then(|()| file.write_all(&share.to_le_bytes()))
+            .and_then(|()| file.write_all(&arrival.to_le_bytes()))
+            .and_then(|()| file.write_all(&hash.to_le_bytes()));
         written.map_err(|e| scratch(&path(), e))
     }
 
-    /// The number of distinct hashes of each of the `groups` groups; removes the partition files.
-    pub(crate) fn counts(self, groups: usize) -> Result<Vec<u64>, QueryError> {
+    /// The tally of each of the `groups` groups; removes the partition files.
+    pub(crate) fn counts(self, groups: usize) -> Result<Vec<Tally>, QueryError> {
         let mut partitions = Vec::new();
         for (partition, file) in self.files.into_iter().enumerate() {
             if let Some(file) = file {
@@ -74,9 +95,10 @@ impl DistinctCounter {
         // Each thread takes the next partition left and counts into its own tally.
         let next = AtomicUsize::new(0);
         let (dir, grouped) = (&self.dir, self.grouped);
-        let count = || -> Result<Vec<u64>, QueryError> {
-            let mut counts = vec![0u64; groups];
-            let mut seen: HashSet<u128, BuildHasherDefault<Mix>> = HashSet::default();
+        let count = || -> Result<Vec<Tally>, QueryError> {
+            let mut counts = vec![Tally::default(); groups];
+            // Per hash: its earliest arrival, the share seen at it, and whether another share was seen at it too.
+            let mut seen: HashMap<u128, (i64, u32, bool), BuildHasherDefault<Mix>> = HashMap::default();
             loop {
                 let Some(&partition) = partitions.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     return Ok(counts);
@@ -85,14 +107,32 @@ impl DistinctCounter {
                 let bytes = std::fs::read(&path).map_err(|e| scratch(&path, e))?;
                 std::fs::remove_file(&path).map_err(|e| scratch(&path, e))?;
                 seen.clear();
-                let width = if grouped { 12 } else { 8 };
-                for pair in bytes.chunks_exact(width) {
-                    let (group, hash) = pair.split_at(width - 8);
+                let width = if grouped { 24 } else { 20 };
+                for block in bytes.chunks_exact(width) {
+                    let (group, rest) = block.split_at(width - 20);
                     let group = if grouped { u32::from_le_bytes(group.try_into().expect("4 bytes")) } else { 0 };
-                    let hash = u64::from_le_bytes(hash.try_into().expect("8 bytes"));
-                    if seen.insert(u128::from(group) << 64 | u128::from(hash)) {
-                        counts[group as usize] += 1;
+                    let share = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+                    let arrival = i64::from_le_bytes(rest[4..12].try_into().expect("8 bytes"));
+                    let hash = u64::from_le_bytes(rest[12..].try_into().expect("8 bytes"));
+                    match seen.entry(u128::from(group) << 64 | u128::from(hash)) {
+                        Entry::Vacant(entry) => {
+                            entry.insert((arrival, share, false));
+                        }
+                        Entry::Occupied(mut entry) => {
+                            let earliest = entry.get_mut();
+                            if arrival < earliest.0 {
+                                *earliest = (arrival, share, false);
+                            } else if arrival == earliest.0 && share != earliest.1 {
+                                earliest.2 = true;
+                            }
+                        }
                     }
+                }
+                for (pair, (_, share, mixed)) in seen.drain() {
+                    let tally = &mut counts[(pair >> 64) as usize];
+                    tally.distinct += 1;
+                    tally.first_shares += u64::from(share);
+                    tally.mixed |= mixed;
                 }
             }
         };
@@ -100,10 +140,12 @@ impl DistinctCounter {
             let workers: Vec<_> = (0..self.threads.min(partitions.len())).map(|_| scope.spawn(count)).collect();
             workers.into_iter().map(|w| w.join().expect("a counting thread panicked")).collect::<Vec<_>>()
         });
-        let mut counts = vec![0u64; groups];
+        let mut counts = vec![Tally::default(); groups];
         for tally in tallies {
-            for (total, n) in counts.iter_mut().zip(tally?) {
-                *total += n;
+            for (total, part) in counts.iter_mut().zip(tally?) {
+                total.distinct += part.distinct;
+                total.first_shares += part.first_shares;
+                total.mixed |= part.mixed;
             }
         }
         // Only the directory this counter made, now empty.
@@ -156,20 +198,23 @@ mod tests {
         let mut counter = DistinctCounter::new(dir.path(), true, 2).unwrap();
         // Group 0: 1000 hashes, each twice; group 1: the first 10 of the same hashes (counted apart), and
         // 2⁶⁴ − 1 three times; group 2: nothing.
+        // Group 0's blocks weigh 16 tokens, the later sight of each 8; group 1's 10 hashes 16, and its last one 3 at
+        // 2 s, then 5 and 7 at 1 s (the earliest: two shares at one instant).
         for round in 0..2 {
             for h in 0..1000u64 {
-                counter.insert(0, h * 7919).unwrap();
+                counter.insert(0, h * 7919, 16 >> round, round).unwrap();
             }
             if round == 0 {
                 for h in 0..10u64 {
-                    counter.insert(1, h * 7919).unwrap();
+                    counter.insert(1, h * 7919, 16, 0).unwrap();
                 }
             }
         }
-        for _ in 0..3 {
-            counter.insert(1, u64::MAX).unwrap();
+        for (share, arrival) in [(3, 2), (5, 1), (7, 1)] {
+            counter.insert(1, u64::MAX, share, arrival).unwrap();
         }
-        assert_eq!(counter.counts(3).unwrap(), [1000, 11, 0]);
+        let tally = |distinct, first_shares, mixed| Tally { distinct, first_shares, mixed };
+        assert_eq!(counter.counts(3).unwrap(), [tally(1000, 16_000, false), tally(11, 165, true), tally(0, 0, false)]);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the partition files are removed");
     }
 
@@ -178,14 +223,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut counter = DistinctCounter::new(dir.path(), false, 1).unwrap();
         for round in 0..3u64 {
-            for h in 0..(102_400 + round) {
-                counter.insert(0, h).unwrap();
+            for h in 0..(51_200 + round) {
+                counter.insert(0, h, 1, 0).unwrap();
             }
         }
-        // 307,203 hashes of 8 bytes over 512 files, each with about 600.
+        // 153,603 blocks of 20 bytes over 512 files, each with about 300 (all still in the files' buffers).
         let sizes: Vec<usize> = counter.files.iter().map(|f| f.as_ref().map_or(0, |f| f.buffer().len())).collect();
-        assert_eq!(sizes.iter().sum::<usize>(), 307_203 * 8);
-        assert!(sizes.iter().all(|&s| s > 400 * 8), "{:?}", sizes.iter().min());
-        assert_eq!(counter.counts(1).unwrap(), [102_402]);
+        assert_eq!(sizes.iter().sum::<usize>(), 153_603 * 20);
+        assert!(sizes.iter().all(|&s| s > 200 * 20), "{:?}", sizes.iter().min());
+        assert_eq!(counter.counts(1).unwrap(), [Tally { distinct: 51_202, first_shares: 51_202, mixed: false }]);
     }
 }

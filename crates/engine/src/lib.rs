@@ -26,11 +26,13 @@
 //!   rows, `requests_per_s` by the span.
 //! - **Cache hit rate.** Token-weighted: Σ`cached_tokens` / Σ`input_tokens` over rows having both, and likewise
 //!   per tier with `cached_tokens_gpu`, `_cpu`, `_disk` and `_remote`.
-//! - **Reuse.** The hit rate an unbounded prefix cache would reach on `prefix_hashes`: rows are replayed in
-//!   arrival order (rows without an arrival last, ties in input order), a block hits if its hash was seen
-//!   before (in an earlier row or earlier in the same row), and blocks weigh `block_size` tokens.
-//!   Within a group, only the group's rows are replayed. Every block but the first sight of each hash hits, so the
-//!   misses are the distinct hashes, each weighing the block size of the row that saw it first.
+//! - **Reuse.** The hit rate an unbounded prefix cache would reach on `prefix_hashes`, as `cache-sim` and `mrc`
+//!   define it (`schemas/metrics.schema.json`, `cache.reuse`): rows are replayed in arrival order (rows without an
+//!   arrival last, ties in input order), a block hits if its hash was seen before (in an earlier row or earlier in
+//!   the same row), a row's hit tokens are min(hit blocks × `block_size`, `input_tokens`), and the rate divides
+//!   their sum by Σ`input_tokens` (blocks × `block_size` where null). Within a group, only the group's rows are
+//!   replayed. Every block but the first sight of each hash hits, so the misses are the distinct hashes, each
+//!   weighing the block size of the row that saw it first.
 //! - **Reasoning depth multiplier** R = Σ`reasoning_tokens` / Σ(`output_tokens` − `reasoning_tokens`) over rows
 //!   having both (a row with more reasoning than output tokens adds 0 to the denominator); null when the
 //!   denominator is 0.
@@ -82,6 +84,7 @@
 //! This crate deliberately does not print or read paths: the CLI opens datasets and renders ([`mod@format`] is how
 //! figures are written, shared by the terminal tables and the HTML report of `infertrace-report`).
 
+mod clocks;
 mod compare;
 mod compute;
 pub mod cost;

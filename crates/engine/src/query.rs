@@ -90,7 +90,7 @@ pub async fn compute_over(
     let context = datasets.context();
     // Joins on the ordinal or a session are of tables as long as the trace: sort-merge joins spill, hash joins not.
     run(context, "SET datafusion.optimizer.prefer_hash_join = false").await?;
-    let hash_columns = [request::ARRIVAL_TIME, request::BLOCK_SIZE, request::PREFIX_HASHES];
+    let hash_columns = [request::ARRIVAL_TIME, request::BLOCK_SIZE, request::INPUT_TOKENS, request::PREFIX_HASHES];
     datasets.register_ordered::<RequestRow>(HASHES, &[KEY_COLUMNS, &hash_columns].concat())?;
     datasets.register_ordered::<RequestRow>(RAW, &[KEY_COLUMNS, RAW_COLUMNS].concat())?;
     datasets.register_ordered::<EngineSample>(SAMPLES, SAMPLE_COLUMNS)?;
@@ -100,13 +100,23 @@ pub async fn compute_over(
     run(context, &format!("CREATE OR REPLACE VIEW {ROWS_ORDERED} AS {}", rows_sql(RAW, true))).await?;
     run(context, &format!("CREATE OR REPLACE VIEW {BLOCKS} AS {}", blocks_sql(RequestRow::NAME, false))).await?;
     run(context, &format!("CREATE OR REPLACE VIEW {BLOCKS_ORDERED} AS {}", blocks_sql(HASHES, true))).await?;
+    let plan = crate::clocks::plan(datasets, options.by).await?;
+    let options = &MetricsOptions { by: plan.by, ..options.clone() };
     classify(context, !options.slo.is_empty(), scratch).await?;
 
     let (mut overall, overall_traffic) =
         groups(context, options, Grouping::Overall, scratch).await?.remove("").unwrap_or_else(|| empty_group(options));
+    if plan.mixed_clocks {
+        without_time_line(&mut overall);
+    }
     let mut by_group = BTreeMap::new();
     if let Some(by) = options.by {
         by_group = groups(context, options, Grouping::By(by), scratch).await?;
+        for source in &plan.mixed_sources {
+            if let Some((group, _)) = by_group.get_mut(source) {
+                without_time_line(group);
+            }
+        }
     }
     // The fleet serves every group: each is charged a share of it over the overall span.
     let fleet = Fleet {
@@ -131,6 +141,19 @@ pub async fn compute_over(
         overall,
         groups,
     })
+}
+
+/// Leaves out the figures of `group` that need its rows on one time line: its rows are on two clocks
+/// ([`crate::clocks`]).
+fn without_time_line(group: &mut GroupMetrics) {
+    group.throughput.span_s = None;
+    group.throughput.requests_per_s = None;
+    group.throughput.input_tokens_per_s = None;
+    group.throughput.output_tokens_per_s = None;
+    if let Some(goodput) = &mut group.goodput {
+        goodput.requests_per_s = None;
+    }
+    group.ttft_under_load = Vec::new();
 }
 
 /// The derived rows of every request in input order (datasets as given, files in path order), as the figures read
@@ -242,7 +265,7 @@ pub(crate) fn rows_sql(table: &str, ordered: bool) -> String {
 fn blocks_sql(table: &str, ordered: bool) -> String {
     format!(
         "SELECT {ordinal}{keys}, arrow_cast(arrival_time, 'Int64') AS a, CAST(block_size AS BIGINT) AS block_size, \
-         prefix_hashes FROM {table}",
+         CAST(input_tokens AS BIGINT) AS input, prefix_hashes FROM {table}",
         ordinal = if ordered { "ordinal, " } else { "" },
         keys = key_columns_sql("class_key"),
     )
@@ -932,15 +955,20 @@ async fn ttft_under_load(
     Ok(loads)
 }
 
-/// The reuse an unbounded prefix cache finds per group: every block whose hash the group saw before hits, so the
-/// misses are the distinct hashes, each weighing the block size of the row that first had it (by arrival, then
-/// input order).
+/// The reuse an unbounded prefix cache finds per group: requests replayed in arrival order (ties in input order),
+/// each hitting the blocks whose hash the group saw before, in an earlier request or earlier in its own; a request's
+/// hit tokens are `min(hit blocks × block_size, input_tokens)` and the hit rate divides their sum by Σ`input_tokens`
+/// (blocks × `block_size` where null): the definition `cache-sim` and `mrc` use (`schemas/metrics.schema.json`).
 ///
-/// One pass over the blocks counts each group's rows, blocks and tokens, and hands the hashes to a
-/// [`DistinctCounter`] (with its partition files in `scratch`). When every group has one block size, which of its
-/// rows saw a hash first does not matter, and the misses are the distinct hashes times that size. Otherwise the
-/// query engine finds each hash's first row (ten times slower). `from` holds the blocks, `ordered` the same with
-/// their ordinals.
+/// One pass over the blocks counts each group's rows, blocks and tokens, and hands each block to a
+/// [`DistinctCounter`] (with its partition files in `scratch`) with its share of its request's input tokens, as
+/// `mrc` weighs it: `block_size`, what a partly filled last block holds, 0 past the input. Every block but the first
+/// sight of a hash hits, so the hit tokens are the shares of all blocks less those of the first sights (the
+/// earliest by arrival); with prefix hashes (each names its whole prefix, as in every format read) a request's hits
+/// are a prefix of its blocks and their shares add up to `min(hit blocks × block_size, input_tokens)`. Only when a
+/// hash's earliest sights, at one arrival instant, weigh differently does input order decide: then the query
+/// engine finds each hash's first row (ten times slower). `from` holds the blocks, `ordered` the same with their
+/// ordinals.
 async fn reuse(
     context: &SessionContext,
     g: &str,
@@ -952,19 +980,32 @@ async fn reuse(
     let keyed = g != OVERALL;
     let threads = context.state().config().target_partitions();
     let mut counter = DistinctCounter::new(scratch, keyed, threads)?;
-    // Per group, numbered as first seen: its name, rows, blocks, tokens, and smallest and largest block size.
+    /// One group's totals.
+    #[derive(Default)]
+    struct Totals {
+        rows: u64,
+        blocks: u64,
+        /// Σ`input_tokens` (blocks × `block_size` where null).
+        input: u64,
+        /// Σ of the blocks' shares: Σ min(blocks × `block_size`, `input_tokens`).
+        shares: u64,
+    }
+    // Per group, numbered as first seen: its name and totals.
     let mut index: BTreeMap<String, u32> = BTreeMap::new();
-    let mut totals: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
+    let mut totals: Vec<Totals> = Vec::new();
     let key = if keyed { g } else { "''" };
-    let query =
-        format!("SELECT {key} AS g, CAST(block_size AS BIGINT) AS block_size, prefix_hashes FROM {from} {filter}");
+    let query = format!(
+        "SELECT {key} AS g, CAST(block_size AS BIGINT) AS block_size, input, a, prefix_hashes FROM {from} {filter}"
+    );
     let mut stream = context.sql(&query).await?.execute_stream().await?;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         let keys = utf8(batch.column(0))?;
         let keys = keys.as_string::<i32>();
         let sizes = batch.column(1).as_primitive::<Int64Type>();
-        let lists = batch.column(2).as_list::<i32>();
+        let inputs = batch.column(2).as_primitive::<Int64Type>();
+        let arrivals = batch.column(3).as_primitive::<Int64Type>();
+        let lists = batch.column(4).as_list::<i32>();
         let hashes = lists.values().as_primitive::<UInt64Type>();
         for row in 0..batch.num_rows() {
             let key = if keys.is_valid(row) { keys.value(row) } else { "" };
@@ -972,38 +1013,38 @@ async fn reuse(
                 Some(&group) => group,
                 None => {
                     index.insert(key.to_owned(), totals.len() as u32);
-                    totals.push((0, 0, 0, u64::MAX, 0));
+                    totals.push(Totals::default());
                     totals.len() as u32 - 1
                 }
             };
-            let block_size = sizes.value(row).max(0) as u64;
-            let (rows, blocks, tokens, smallest, largest) = &mut totals[group as usize];
-            *rows += 1;
-            *smallest = (*smallest).min(block_size);
-            *largest = (*largest).max(block_size);
+            let block_size = sizes.value(row).clamp(0, i64::from(u32::MAX)) as u64;
+            let input = inputs.is_valid(row).then(|| inputs.value(row).max(0) as u64);
+            let arrival = if arrivals.is_valid(row) { arrivals.value(row) } else { i64::MAX };
+            let t = &mut totals[group as usize];
+            t.rows += 1;
             let span = lists.value_offsets()[row] as usize..lists.value_offsets()[row + 1] as usize;
+            let mut blocks = 0u64;
             for item in span.filter(|&i| hashes.is_valid(i)) {
-                *blocks += 1;
-                *tokens += block_size;
-                counter.insert(group, hashes.value(item))?;
+                // Tokens of the input within this block: min((i + 1) × b, input) − min(i × b, input).
+                let (start, end) = (blocks * block_size, (blocks + 1) * block_size);
+                let share = input.map_or(block_size, |n| end.min(n) - start.min(n));
+                counter.insert(group, hashes.value(item), share as u32, arrival)?;
+                blocks += 1;
+                t.shares += share;
             }
+            t.blocks += blocks;
+            t.input += input.unwrap_or(blocks * block_size);
         }
     }
+    let tallies = counter.counts(totals.len())?;
     let mut reuse: BTreeMap<String, Reuse> = BTreeMap::new();
-    if totals.iter().all(|&(_, _, _, smallest, largest)| smallest == largest) {
-        let distinct = counter.counts(totals.len())?;
-        for (key, group) in index {
-            let (rows, blocks, tokens, size, _) = totals[group as usize];
-            let missed = distinct[group as usize];
-            let entry = reuse.entry(key).or_default();
-            (entry.requests, entry.blocks, entry.tokens) = (rows, blocks, tokens);
-            (entry.hit_blocks, entry.hit_tokens) = (blocks - missed, tokens - missed * size);
-        }
-    } else {
-        drop(counter);
-        for (key, group) in index {
-            reuse.entry(key).or_default().requests = totals[group as usize].0;
-        }
+    for (key, &group) in &index {
+        let (t, tally) = (&totals[group as usize], tallies[group as usize]);
+        let entry = reuse.entry(key.clone()).or_default();
+        (entry.requests, entry.blocks, entry.tokens) = (t.rows, t.blocks, t.input);
+        (entry.hit_blocks, entry.hit_tokens) = (t.blocks - tally.distinct, t.shares - tally.first_shares);
+    }
+    if tallies.iter().any(|t| t.mixed) {
         first_sight_reuse(context, g, ordered, filter, &mut reuse).await?;
     }
     for entry in reuse.values_mut() {
@@ -1012,8 +1053,9 @@ async fn reuse(
     Ok(reuse)
 }
 
-/// [`reuse`] when some group mixes block sizes: each hash's miss weighs the block size of the row that first had
-/// it, found by the query engine.
+/// The hit blocks and tokens of [`reuse`] when some hash weighs differently at different sights: the query engine
+/// finds each hash's first row (by arrival, then input order), each row's hits are its blocks less the hashes it saw
+/// first, and its hit tokens `min(hits × block_size, input_tokens)`.
 async fn first_sight_reuse(
     context: &SessionContext,
     g: &str,
@@ -1021,30 +1063,29 @@ async fn first_sight_reuse(
     filter: &str,
     reuse: &mut BTreeMap<String, Reuse>,
 ) -> Result<(), QueryError> {
-    let keys = grouped(g, "g, h", "h");
-    let blocks = format!("SELECT {g} AS g, ordinal, a, block_size, unnest(prefix_hashes) AS h FROM {ordered} {filter}");
-    let per_hash = format!(
-        "SELECT {keys}, count(*) AS c, sum(block_size) AS t, \
-           first_value(block_size ORDER BY a ASC NULLS LAST, ordinal ASC) AS bs \
-         FROM ({blocks}) WHERE h IS NOT NULL GROUP BY {keys}"
-    );
+    let key = grouped(g, g, "''");
     let query = format!(
-        "SELECT {key}, CAST(sum(c) AS BIGINT), CAST(sum(t) AS BIGINT), CAST(count(*) AS BIGINT), \
-           CAST(sum(bs) AS BIGINT) FROM ({per_hash}) {group_by}",
-        key = grouped(g, "g", "''"),
-        group_by = if g == OVERALL { "" } else { "GROUP BY g" },
+        "WITH b AS (SELECT {key} AS g, ordinal, a, unnest(prefix_hashes) AS h FROM {ordered} {filter}), \
+         f AS (SELECT g, first_value(ordinal ORDER BY a ASC NULLS LAST, ordinal ASC) AS ordinal \
+             FROM b WHERE h IS NOT NULL GROUP BY g, h), \
+         m AS (SELECT g, ordinal, count(*) AS misses FROM f GROUP BY g, ordinal), \
+         r AS (SELECT {key} AS g, ordinal, CAST(block_size AS BIGINT) AS bs, input, \
+             CAST(cardinality(prefix_hashes) AS BIGINT) AS n FROM {ordered} {filter}), \
+         hits AS (SELECT r.g, r.bs, r.input, r.n - coalesce(m.misses, 0) AS hit \
+             FROM r LEFT JOIN m ON r.g = m.g AND r.ordinal = m.ordinal) \
+         SELECT g, CAST(sum(hit) AS BIGINT), \
+             CAST(sum(CASE WHEN input IS NULL THEN hit * bs ELSE least(hit * bs, input) END) AS BIGINT) \
+         FROM hits GROUP BY g"
     );
     for batch in collect(context, &query).await? {
         let keys = strings(batch.column(0))?;
         let column = |i: usize| cast(batch.column(i), &DataType::Int64);
-        let (blocks, tokens, distinct, missed) = (column(1)?, column(2)?, column(3)?, column(4)?);
+        let (blocks, tokens) = (column(1)?, column(2)?);
         let value = |a: &ArrayRef, row| a.as_primitive::<Int64Type>().value(row).max(0) as u64;
         for (row, key) in keys.into_iter().enumerate() {
             let entry = reuse.entry(key.unwrap_or_default()).or_default();
-            entry.blocks = value(&blocks, row);
-            entry.tokens = value(&tokens, row);
-            entry.hit_blocks = entry.blocks - value(&distinct, row);
-            entry.hit_tokens = entry.tokens - value(&missed, row);
+            entry.hit_blocks = value(&blocks, row);
+            entry.hit_tokens = value(&tokens, row);
         }
     }
     Ok(())

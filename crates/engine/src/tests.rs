@@ -191,10 +191,11 @@ fn overall_figures_match_hand_computation() {
     close(g.cache.tiers[&CacheTier::Cpu].hit_rate, 0.1);
     assert_eq!(g.cache.tiers[&CacheTier::Cpu].requests, 1);
     assert_eq!(g.cache.tiers[&CacheTier::Disk], HitRate::default());
-    // Replay [1, 2, 3], [1, 2, 4], [1, 5]: hits 0 + 2 + 1 of 8 blocks.
+    // Replay [1, 2, 3], [1, 2, 4], [1, 5]: hits 0 + 2 + 1 of 8 blocks, 0 + 32 + 16 tokens (none past its input),
+    // over the input tokens 100 + 200 and, for r4 without them, its 2 blocks of 16.
     let reuse = &g.cache.reuse;
-    assert_eq!((reuse.requests, reuse.blocks, reuse.hit_blocks, reuse.tokens, reuse.hit_tokens), (3, 8, 3, 128, 48));
-    close(reuse.hit_rate, 0.375);
+    assert_eq!((reuse.requests, reuse.blocks, reuse.hit_blocks, reuse.tokens, reuse.hit_tokens), (3, 8, 3, 332, 48));
+    close(reuse.hit_rate, 48.0 / 332.0);
 
     // (2 + 4) / ((5 − 2) + 0).
     assert_eq!((g.reasoning.requests, g.reasoning.reasoning_tokens, g.reasoning.answer_tokens), (2, 6, 3));
@@ -225,7 +226,8 @@ fn groups_split_rows_and_attributable_samples() {
     assert_eq!(m1.requests, 2);
     // Its own span: 0 s to 5 s.
     close(m1.throughput.span_s, 5.0);
-    close(m1.cache.reuse.hit_rate, 2.0 / 6.0);
+    // r2 hits two blocks of 16 of its 200 input tokens; r1 none of its 100.
+    close(m1.cache.reuse.hit_rate, 32.0 / 300.0);
     assert!(m1.goodput.is_none());
     // Samples have no model.
     assert!(m1.engine.is_empty());
@@ -410,6 +412,54 @@ fn reuse_with_mixed_block_sizes_weighs_the_first_sight() {
     assert_eq!((m2.blocks, m2.hit_blocks, m2.tokens, m2.hit_tokens), (2, 0, 32, 0));
     let m1 = &by_model.groups["m1"].cache.reuse;
     assert_eq!((m1.blocks, m1.hit_blocks, m1.tokens, m1.hit_tokens), (6, 2, 144, 144 - (3 * 16 + 32)));
+}
+
+#[test]
+fn reuse_counts_no_hit_past_a_requests_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = |id: &str, model: &str, arrival: f64, input: u32, hashes: &[u64]| RequestRow {
+        arrival_time: at(arrival),
+        input_tokens: Some(input),
+        block_size: Some(16),
+        prefix_hashes: Some(hashes.to_vec()),
+        ..request(id, Some(model), None, Status::Ok)
+    };
+    // Written out of arrival order; blocks of 16 tokens, the last one partly filled.
+    let rows = [
+        row("e", "m2", 4.0, 20, &[1, 2, 3, 4]),
+        row("b", "m1", 1.0, 44, &[1, 2, 3]),
+        row("d", "m2", 3.0, 20, &[1, 2]),
+        row("a", "m1", 0.0, 40, &[1, 2, 3]),
+        row("c", "m1", 2.0, 60, &[1, 2, 3, 4]),
+    ];
+    let data = [write(&dir.path().join("d"), &rows, &[])];
+    let m = compute(&data, &MetricsOptions::default());
+    let reuse = &m.overall.cache.reuse;
+    // By arrival: a hits nothing; b all 3 blocks, 48 tokens capped at its 44; c 3 blocks, 48 of 60; d both blocks, 32
+    // capped at 20; e all 4 (more blocks than its input needs), 64 capped at 20. Were b replayed before a, a would
+    // hit 40 and b nothing: 128, not 132.
+    assert_eq!((reuse.requests, reuse.blocks, reuse.hit_blocks), (5, 16, 12));
+    assert_eq!((reuse.tokens, reuse.hit_tokens), (40 + 44 + 60 + 20 + 20, 44 + 48 + 20 + 20));
+    // Each model its own cache: m1 as above; in m2, d misses and e hits 1 and 2, 32 capped at 20.
+    let by_model = compute(&data, &MetricsOptions { by: Some(GroupBy::Model), ..Default::default() });
+    let m1 = &by_model.groups["m1"].cache.reuse;
+    assert_eq!((m1.blocks, m1.hit_blocks, m1.tokens, m1.hit_tokens), (10, 6, 144, 92));
+    let m2 = &by_model.groups["m2"].cache.reuse;
+    assert_eq!((m2.blocks, m2.hit_blocks, m2.tokens, m2.hit_tokens), (6, 2, 40, 20));
+
+    // Above, hash 3 holds 8 tokens of a and 12 of b: which came first matters, and the query engine finds it. Here
+    // every hash holds the same tokens wherever it is (as where a partly filled block's hash covers its tokens),
+    // and the distinct hashes suffice: a misses; b hits 3 blocks, 40 tokens (its input); c hits 1 and 2, 32; e all
+    // 4, 16 + 16 + 16 + 12 = 60, its input.
+    let rows = [
+        row("e", "m1", 3.0, 60, &[1, 2, 4, 5]),
+        row("a", "m1", 0.0, 40, &[1, 2, 3]),
+        row("b", "m1", 1.0, 40, &[1, 2, 3]),
+        row("c", "m1", 2.0, 60, &[1, 2, 4, 5]),
+    ];
+    let data = [write(&dir.path().join("same"), &rows, &[])];
+    let reuse = compute(&data, &MetricsOptions::default()).overall.cache.reuse;
+    assert_eq!((reuse.blocks, reuse.hit_blocks, reuse.tokens, reuse.hit_tokens), (14, 9, 200, 40 + 32 + 60));
 }
 
 #[test]

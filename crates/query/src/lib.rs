@@ -78,6 +78,17 @@ pub enum QueryError {
         /// The second.
         again: PathBuf,
     },
+    /// Request rows on clocks that cannot be compared: some count from a start given to `normalize` (clock
+    /// `relative`), others are on the wall clock.
+    #[error(
+        "cannot put requests of {relative} (relative clock, counted from normalize's --start) and of {absolute} (wall clock) on one time line: break them down with --by source (metrics, compare), or normalize them into separate datasets"
+    )]
+    MixedClocks {
+        /// An input whose rows count from `--start`.
+        relative: String,
+        /// An input whose rows are on the wall clock.
+        absolute: String,
+    },
     /// A scratch file (under `--spill-dir`) could not be written or read back.
     #[error("cannot write scratch file {}: {source}: free space there or choose another spill directory", path.display())]
     Scratch {

@@ -312,3 +312,8 @@ fn prefix_aware_routing_follows_the_cached_prefix() {
     assert_eq!(by_load.requests[2].instance.as_deref(), Some("replay-1"));
     assert_eq!(by_load.requests[2].cached_tokens, Some(0));
 }
+
+#[test]
+fn replayed_rows_are_simulated() {
+    assert_eq!(infertrace_schema::SourceKind::of(crate::SOURCE), infertrace_schema::SourceKind::Simulated);
+}

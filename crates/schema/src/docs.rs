@@ -9,7 +9,7 @@ use crate::manifest::MANIFEST_FIELDS;
 use crate::metrics;
 use crate::table::{ColumnDoc, Table};
 use crate::tables::{CacheEvent, EngineSample, RequestRow};
-use crate::vocab::{CacheEventKind, CacheTier, ClockDomain, Status, WorkloadClass};
+use crate::vocab::{CacheEventKind, CacheTier, ClockDomain, SourceKind, Status, WorkloadClass};
 
 /// One generated file: its name inside `schemas/` and its contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +69,7 @@ fn vocabularies_json() -> Value {
         docs.iter().map(|(value, doc)| json!({ "value": value, "doc": doc.trim() })).collect()
     }
     json!({
+        "requests.source (kind)": list(SourceKind::DOCS),
         "requests.status": list(Status::DOCS),
         "requests.workload_class": list(WorkloadClass::DOCS),
         "cache_events.tier": list(CacheTier::DOCS),
@@ -116,6 +117,7 @@ fn markdown() -> String {
     }
     md.push_str("\n## Vocabularies\n");
     for (column, docs) in [
+        ("requests.source (kind)", SourceKind::DOCS),
         ("requests.status", Status::DOCS),
         ("requests.workload_class", WorkloadClass::DOCS),
         ("cache_events.tier", CacheTier::DOCS),

@@ -39,4 +39,6 @@ pub use tables::{
     CacheEvent, CacheEventsBuilder, EngineSample, NegativeDurations, RequestRow, RequestsBuilder, SamplesBuilder,
     cache_event, request, sample,
 };
-pub use vocab::{CacheEventKind, CacheTier, ClockDomain, Status, WorkloadClass};
+pub use vocab::{
+    CacheEventKind, CacheTier, ClockDomain, SIMULATED_SOURCES, SYNTHETIC_SOURCES, SourceKind, Status, WorkloadClass,
+};

@@ -13,7 +13,10 @@ table! {
     /// Request id with framework-internal suffixes stripped, so one request joins across sources.
     /// Sources without ids get `<file stem>:<line>`.
     request_id / REQUEST_ID: Utf8, required, "";
-    /// Format id of the adapter that produced the row (`mooncake`, `azure-llm`, …).
+    /// Format id of the adapter that produced the row (`mooncake`, `azure-llm`, …), or a name of its own where a
+    /// format holds rows of different kinds: measured and simulated rows never share a source
+    /// (`llmservingsim-vllm`, `llmservingsim-sim`, `llmservingsim-workload`; `replay` for `infertrace replay`,
+    /// `servegen-synth` for `infertrace synth`). What each is: the vocabulary `requests.source (kind)`.
     source / SOURCE: Dict<String>, required, "";
     /// Which source each column of a merged row came from (`infertrace merge`), as `column=source` pairs joined by
     /// `;` in column order; null for rows seen by one source only, whose columns all come from `source`.

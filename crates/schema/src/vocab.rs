@@ -123,6 +123,37 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// What the rows of a `source` are: seen by a server or a client, or made by a program. Not stored: it follows
+    /// from `source` ([`SourceKind::of`]). `metrics`, `report` and `compare` show rows of different kinds apart.
+    SourceKind {
+        /// Seen by a server or a client of a real deployment, or a production trace: every source not listed below.
+        Measured = "measured",
+        /// Made by a simulator or a replay of a trace: `replay` (`infertrace replay`), `llmservingsim-sim`.
+        Simulated = "simulated",
+        /// Sampled or planned by a generator: `servegen-synth` (`infertrace synth`), `llmservingsim-workload`.
+        Synthetic = "synthetic",
+    } default Measured
+}
+
+/// Sources whose rows a simulator or a replay made.
+pub const SIMULATED_SOURCES: &[&str] = &["replay", "llmservingsim-sim"];
+/// Sources whose rows a generator sampled or planned.
+pub const SYNTHETIC_SOURCES: &[&str] = &["servegen-synth", "llmservingsim-workload"];
+
+impl SourceKind {
+    /// The kind of the rows of `source`.
+    pub fn of(source: &str) -> SourceKind {
+        if SIMULATED_SOURCES.contains(&source) {
+            SourceKind::Simulated
+        } else if SYNTHETIC_SOURCES.contains(&source) {
+            SourceKind::Synthetic
+        } else {
+            SourceKind::Measured
+        }
+    }
+}
+
+vocabulary! {
     /// How the times of one input relate to real UTC time.
     ClockDomain {
         /// Absolute instants with an explicit zone in the input.

@@ -10,7 +10,8 @@ type Case = (&'static str, &'static [(u64, &'static str)], usize);
 
 fn parse_capped(text: &str, cap: usize, start_ns: i64) -> (CollectSink, ParseReport) {
     let options = ParseOptions { start_ns, ..ParseOptions::default() };
-    let ctx = ParseContext { source_file: "qwen_traceA_blksz_16.jsonl", options: &options, modified: None };
+    let ctx =
+        ParseContext { source_file: "qwen_traceA_blksz_16.jsonl", options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let mut parser = Parser::new(&ctx, cap);
     let mut lines = LineReader::new(text.as_bytes());
@@ -22,7 +23,8 @@ fn parse_capped(text: &str, cap: usize, start_ns: i64) -> (CollectSink, ParseRep
 
 fn parse(text: &str) -> (CollectSink, ParseReport) {
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "qwen_traceA_blksz_16.jsonl", options: &options, modified: None };
+    let ctx =
+        ParseContext { source_file: "qwen_traceA_blksz_16.jsonl", options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = BailianTrace.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
@@ -153,7 +155,7 @@ fn lines_without_the_required_fields_are_reported_and_yield_no_row() {
     }
     // Invalid UTF-8 is a diagnostic of its own line.
     let options = ParseOptions::default();
-    let ctx = ParseContext { source_file: "t.jsonl", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "t.jsonl", options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let bytes = b"{\"chat_id\": 1, \"timestamp\": 0, \"input_length\": 1}\n\xff\n";
     BailianTrace.parse(&mut &bytes[..], &ctx, &mut sink).unwrap();

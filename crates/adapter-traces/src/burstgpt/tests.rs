@@ -4,7 +4,7 @@ use super::*;
 
 fn parse_with(text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
     let mut sink = CollectSink::default();
-    let ctx = ParseContext { source_file: "burst/BurstGPT_3.csv", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "burst/BurstGPT_3.csv", options: &options, modified: None, sidecars: None };
     let report = BurstGpt.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
 }

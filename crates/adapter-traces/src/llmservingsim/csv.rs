@@ -113,6 +113,8 @@ pub(super) fn parse(
 ) -> Result<ParseReport, ParseError> {
     let mut lines = LineReader::new(input);
     let mut layout = None;
+    // Where the simulator's clock starts: the run's, when its `meta.json` is beside, else `--start`.
+    let mut run_start = None;
     let mut unmapped = Vec::new();
     let mut withheld = 0u64;
     while let Some((line_no, bytes)) = lines.next_bytes()? {
@@ -129,6 +131,9 @@ pub(super) fn parse(
         let fields = &buf[..count];
         let Some(current) = &layout else {
             let header = Layout::from_header(fields, &mut unmapped);
+            if matches!(header, Layout::Sim(_)) {
+                run_start = started_at(ctx);
+            }
             if matches!(header, Layout::Unknown) {
                 sink.diagnostic(Diagnostic::new(
                     line_no,
@@ -152,7 +157,8 @@ pub(super) fn parse(
                 timeseries_row(fields, *t, columns, *running, line_no, ctx, &mut withheld, sink)?;
             }
             Layout::Sim(cols) => {
-                if let Some(row) = sim_row(fields, *cols, line_no, ctx, sink) {
+                let start = run_start.as_ref().map_or(ctx.options.start_ns, |s| s.nanos);
+                if let Some(row) = sim_row(fields, *cols, line_no, start, ctx, sink) {
                     sink.request(row)?;
                 }
             }
@@ -173,9 +179,17 @@ pub(super) fn parse(
         Some(Layout::Sim(_)) => Some("sim-output"),
         _ => None,
     };
+    let clock_domain = match run_start {
+        Some(start) => {
+            let alignment = serde_json::json!({ "from": start.file, "started_at": start.text });
+            details.insert("clock_alignment".to_owned(), alignment);
+            ClockDomain::Utc
+        }
+        None => ClockDomain::Relative,
+    };
     Ok(ParseReport {
         format_version: format_version.map(str::to_owned),
-        clock_domain: ClockDomain::Relative,
+        clock_domain,
         year: None,
         lines: lines.lines_read(),
         details,
@@ -220,7 +234,7 @@ fn timeseries_row(
         }
         sink.sample(EngineSample {
             time,
-            source: LlmServingSim::ID.into(),
+            source: LlmServingSim::MEASURED.into(),
             instance: None,
             metric: metric.into(),
             value: v * factor,
@@ -231,10 +245,38 @@ fn timeseries_row(
     Ok(())
 }
 
+/// Where the bench's run clock starts, from its `meta.json`.
+struct RunStart {
+    nanos: i64,
+    /// The file it was read from, relative to the input.
+    file: String,
+    /// `started_at` as written.
+    text: String,
+}
+
+/// The bench's `meta.json` beside the simulator's output, as LLMServingSim lays a run out (`outputs/sim.csv`
+/// beside `vllm/meta.json`) or as it is flattened for publishing (`vllm_meta.json`), plain or compressed.
+const META_BESIDE: &[&str] = &["vllm_meta.json", "meta.json", "../vllm/meta.json"];
+
+/// The run's start (`started_at`, RFC 3339 UTC) from the first `meta.json` beside the input that has one: the
+/// simulator counts from the workload's start, which the bench starts at `started_at` (on the published RTXPRO6000
+/// run the simulated arrivals then fall 1.9 ms to 18 ms before the frontend's arrivals of the same requests).
+fn started_at(ctx: &ParseContext<'_>) -> Option<RunStart> {
+    let sidecars = ctx.sidecars?;
+    META_BESIDE.iter().flat_map(|name| ["", ".zst", ".gz"].map(|ext| format!("{name}{ext}"))).find_map(|file| {
+        let bytes = sidecars.read(&file)?;
+        let meta: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        let text = meta.get("started_at")?.as_str()?.to_owned();
+        let nanos = infertrace_adapter::time::parse_rfc3339(&text).ok()?;
+        Some(RunStart { nanos, file, text })
+    })
+}
+
 fn sim_row(
     fields: &[&str],
     cols: SimColumns,
     line: u64,
+    start: i64,
     ctx: &ParseContext<'_>,
     sink: &mut dyn Sink,
 ) -> Option<RequestRow> {
@@ -277,14 +319,13 @@ fn sim_row(
     {
         sink.diagnostic(Diagnostic::new(line, DiagnosticKind::Inconsistent, "latency differs from end_time - arrival"));
     }
-    let start = ctx.options.start_ns;
     let at = |ns: Option<i64>| ns?.checked_add(start);
     let after_arrival = |d: Option<i64>| at(arrival?.checked_add(d?));
     let seconds = |ns: Option<i64>| ns.map(|ns| ns as f64 / 1e9);
     let tokens = |n: Option<i64>| n.and_then(|n| u32::try_from(n).ok());
     Some(RequestRow {
         request_id: request.map_or_else(|| format!("{}:{line}", ctx.source_stem()), str::to_owned),
-        source: LlmServingSim::ID.to_owned(),
+        source: LlmServingSim::SIMULATED.to_owned(),
         model: text(cols.model).map(str::to_owned),
         instance: text(cols.instance).map(str::to_owned),
         arrival_time: at(arrival),

@@ -299,7 +299,7 @@ fn bench_row(
     let complete = stamps.iter().all(Option::is_some) && negative.is_empty();
     Some(RequestRow {
         request_id: request_id.unwrap_or_else(|| format!("{}:{line}", ctx.source_stem())),
-        source: LlmServingSim::ID.to_owned(),
+        source: LlmServingSim::MEASURED.to_owned(),
         arrival_time: queued_at,
         scheduled_time: instant(scheduled),
         first_token_time: instant(first),
@@ -373,7 +373,7 @@ fn workload_row(
     let hashes = ids.map(|ids| ids.hashes).filter(|h| !h.is_empty());
     Some(RequestRow {
         request_id: infertrace_adapter::line_id(stem, line),
-        source: LlmServingSim::ID.to_owned(),
+        source: LlmServingSim::WORKLOAD.to_owned(),
         arrival_time: arrival,
         input_tokens: input,
         output_tokens: output,

@@ -4,7 +4,8 @@
 //! `python -m bench run` replays a workload through vLLM 0.19's `AsyncLLM` (strict replay: `min_tokens =
 //! max_tokens = output_toks`, `ignore_eos`) and writes `vllm/{requests.jsonl, timeseries.csv, meta.json}`;
 //! the simulator writes `outputs/sim.csv` for the same workload. One adapter reads them all; `format_version`
-//! names which file it was (the generations below). The cluster `config.json` next to them describes hardware, not
+//! names which file it was (the generations below). Measured and simulated rows never share a `source`: the bench's
+//! rows are `llmservingsim-vllm`, the simulator's `llmservingsim-sim`, a workload's `llmservingsim-workload`. The cluster `config.json` next to them describes hardware, not
 //! requests, and is left unrecognised.
 //!
 //! # `bench-requests`: `vllm/requests.jsonl` (`bench/core/recorder.py`, `write_requests`)
@@ -70,8 +71,12 @@
 //! 0,0,meta-llama/Llama-3.1-8B,2358,531,46926808,14602802369,14555875561,82945408,102441621,27270630,"[11506465, …]"
 //! ```
 //!
-//! One row per simulated request, in completion order; times in nanoseconds from the start of the simulation
-//! (clock `relative`, from `--start`). `arrival` → `arrival_time`, `arrival + queuing_delay` → `scheduled_time`,
+//! One row per simulated request, in completion order; times in nanoseconds from the start of the simulation.
+//! When the bench's `meta.json` is beside it (`vllm_meta.json`, `meta.json` or `../vllm/meta.json`, plain or
+//! compressed), they count from its `started_at` (clock `utc`, `details.clock_alignment` names the file and the
+//! instant): on the published RTXPRO6000 run, each simulated arrival then falls 1.9 ms to 18 ms (median 2.7 ms)
+//! before the bench frontend's `arrival_time` of the same request. Else they count from `--start` (clock
+//! `relative`). `arrival` → `arrival_time`, `arrival + queuing_delay` → `scheduled_time`,
 //! `arrival + TTFT` → `first_token_time`, `end_time` → `last_token_time`; `queuing_delay`, `TTFT`, `TPOT` and
 //! `latency` → `queue_s`, `ttft_s`, `tpot_s`, `e2e_s`; `instance id` → `instance`, `request id` (the index in the
 //! workload) → `request_id` as written; `input`/`output` → token counts; `status` `ok`. `ITL` (a list of every
@@ -109,6 +114,13 @@ pub struct LlmServingSim;
 impl LlmServingSim {
     /// Format id.
     pub const ID: &'static str = "llmservingsim";
+    /// `source` of the rows vLLM measured in the bench run (`requests.jsonl`, `timeseries.csv`).
+    pub const MEASURED: &'static str = "llmservingsim-vllm";
+    /// `source` of the rows the simulator made (`sim.csv`): never mixed with the measured ones.
+    pub const SIMULATED: &'static str = "llmservingsim-sim";
+    /// `source` of the rows of a workload (`workloads/*.jsonl`): planned arrivals and lengths, neither measured
+    /// nor simulated.
+    pub const WORKLOAD: &'static str = "llmservingsim-workload";
 }
 
 /// Keys one of the JSONL generations has on every line.

@@ -7,7 +7,7 @@ use super::*;
 
 fn parse_with(text: &str, source_file: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
     let mut sink = CollectSink::default();
-    let ctx = ParseContext { source_file, options: &options, modified: None };
+    let ctx = ParseContext { source_file, options: &options, modified: None, sidecars: None };
     let report = LlmServingSim.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
 }
@@ -346,4 +346,65 @@ fn an_unknown_csv_is_reported_line_by_line() {
         ]
     );
     assert_eq!(report.format_version, None);
+}
+
+/// One file beside the input, by name.
+#[derive(Debug)]
+struct OneSidecar(&'static str, &'static str);
+
+impl infertrace_adapter::Sidecars for OneSidecar {
+    fn read(&self, relative: &str) -> Option<Vec<u8>> {
+        (relative == self.0).then(|| self.1.as_bytes().to_vec())
+    }
+}
+
+#[test]
+fn simulated_rows_have_their_own_source_and_the_run_clock_when_its_meta_is_beside() {
+    let sim = "instance id,request id,model,input,output,arrival,end_time,latency,queuing_delay,TTFT,TPOT,ITL\n\
+               0,0,meta-llama/Llama-3.1-8B,2358,531,46926808,14602802369,14555875561,82945408,102441621,27270630,\"[1]\"\n";
+    let meta = r#"{"model": "meta-llama/Llama-3.1-8B", "started_at": "2026-04-25T18:47:18.273385Z"}"#;
+    for (sidecar, name) in [("vllm_meta.json", "flattened"), ("../vllm/meta.json", "as the bench lays it out")] {
+        let options = ParseOptions::default();
+        let sidecars = OneSidecar(sidecar, meta);
+        let ctx = ParseContext {
+            source_file: "outputs/sim.csv",
+            options: &options,
+            modified: None,
+            sidecars: Some(&sidecars),
+        };
+        let mut sink = CollectSink::default();
+        let report = LlmServingSim.parse(&mut sim.as_bytes(), &ctx, &mut sink).unwrap();
+        let row = &sink.requests[0];
+        assert_eq!(row.source, "llmservingsim-sim", "{name}");
+        // 2026-04-25T18:47:18.273385Z is 1,777,142,838.273385 s after the epoch; the arrival is 46,926,808 ns later.
+        assert_eq!(row.arrival_time, Some(1_777_142_838_273_385_000 + 46_926_808), "{name}");
+        assert_eq!(row.last_token_time, Some(1_777_142_838_273_385_000 + 14_602_802_369), "{name}");
+        assert_eq!(report.clock_domain, ClockDomain::Utc, "{name}");
+        assert_eq!(
+            report.details["clock_alignment"],
+            json!({ "from": sidecar, "started_at": "2026-04-25T18:47:18.273385Z" }),
+            "{name}"
+        );
+    }
+    // Without it, the simulator's own clock from --start.
+    let (sink, report) = parse(sim, "outputs/sim.csv");
+    assert_eq!(sink.requests[0].arrival_time, Some(46_926_808));
+    assert_eq!(report.clock_domain, ClockDomain::Relative);
+    assert!(!report.details.contains_key("clock_alignment"));
+}
+
+#[test]
+fn measured_simulated_and_planned_rows_are_told_apart_by_source() {
+    use infertrace_schema::SourceKind;
+    assert_eq!(SourceKind::of(LlmServingSim::MEASURED), SourceKind::Measured);
+    assert_eq!(SourceKind::of(LlmServingSim::SIMULATED), SourceKind::Simulated);
+    assert_eq!(SourceKind::of(LlmServingSim::WORKLOAD), SourceKind::Synthetic);
+    let requests = r#"{"request_id": "bench-0", "input_toks": 10, "output_toks": 2, "arrival_time": 1777142838.338653, "queued_ts": 1.0, "scheduled_ts": 1.5, "first_token_ts": 2.0, "last_token_ts": 3.0}"#;
+    assert_eq!(parse(requests, "vllm/requests.jsonl").0.requests[0].source, "llmservingsim-vllm");
+    let workload = r#"{"input_toks": 2, "output_toks": 1, "arrival_time_ns": 5}"#;
+    assert_eq!(parse(workload, "workloads/w.jsonl").0.requests[0].source, "llmservingsim-workload");
+    let series = "t,prompt_throughput,gen_throughput,running,waiting,kv_cache_pct\n1.0,10,20,1,0,5.0\n";
+    let sources: Vec<String> =
+        parse(series, "vllm/timeseries.csv").0.samples.iter().map(|s| s.source.to_string()).collect();
+    assert_eq!(sources, ["llmservingsim-vllm"; 5]);
 }

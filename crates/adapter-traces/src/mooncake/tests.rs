@@ -14,7 +14,7 @@ fn parse(text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
 
 fn parse_with(adapter: &dyn Adapter, text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
     let mut sink = CollectSink::default();
-    let ctx = ParseContext { source_file: "traces/conv.jsonl", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "traces/conv.jsonl", options: &options, modified: None, sidecars: None };
     let report = adapter.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
 }

@@ -5,7 +5,7 @@ use super::*;
 
 fn parse_with(text: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
     let mut sink = CollectSink::default();
-    let ctx = ParseContext { source_file: "ragpulse/0_trace.jsonl", options: &options, modified: None };
+    let ctx = ParseContext { source_file: "ragpulse/0_trace.jsonl", options: &options, modified: None, sidecars: None };
     let report = RagPulse.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
 }

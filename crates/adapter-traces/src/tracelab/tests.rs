@@ -6,7 +6,7 @@ use super::*;
 
 fn parse_with(text: &str, source_file: &str, options: ParseOptions) -> (CollectSink, ParseReport) {
     let mut sink = CollectSink::default();
-    let ctx = ParseContext { source_file, options: &options, modified: None };
+    let ctx = ParseContext { source_file, options: &options, modified: None, sidecars: None };
     let report = TraceLab.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)
 }

@@ -9,7 +9,7 @@ type Case = (&'static str, &'static [(u64, &'static str)], usize);
 
 fn parse_with(text: &str, source_file: &str, start_ns: i64) -> (CollectSink, ParseReport) {
     let options = ParseOptions { start_ns, ..ParseOptions::default() };
-    let ctx = ParseContext { source_file, options: &options, modified: None };
+    let ctx = ParseContext { source_file, options: &options, modified: None, sidecars: None };
     let mut sink = CollectSink::default();
     let report = WekaTrace.parse(&mut text.as_bytes(), &ctx, &mut sink).unwrap();
     (sink, report)

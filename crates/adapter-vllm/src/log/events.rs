@@ -481,7 +481,7 @@ mod tests {
     /// Received lines of `tokens`-token prompts, one a second, none ever finishing.
     fn receive(open: &mut OpenRequests, requests: u64, tokens: u64, sink: &mut CollectSink) {
         let options = ParseOptions::default();
-        let ctx = ParseContext { source_file: "x.log", options: &options, modified: None };
+        let ctx = ParseContext { source_file: "x.log", options: &options, modified: None, sidecars: None };
         for n in 0..requests {
             let fields = Received { max_tokens: None, prompt_token_ids: Some((0..tokens).collect()) };
             let time = i64::try_from(n).unwrap() * NANOS_PER_SEC;

@@ -374,6 +374,11 @@ fn draw_lengths(lengths: &Lengths, rng: &mut ChaCha8Rng) -> (u32, u32, Option<u3
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sampled_rows_are_synthetic() {
+        assert_eq!(infertrace_schema::SourceKind::of(super::SOURCE), infertrace_schema::SourceKind::Synthetic);
+    }
+
     use super::*;
 
     fn rng() -> ChaCha8Rng {
