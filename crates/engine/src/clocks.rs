@@ -5,8 +5,9 @@
 //! cannot be compared: a span from a relative arrival near 0 to a wall-clock completion is 56 years, and the
 //! throughput over it is 0. So figures over rows of both are refused unless they are broken down by `source`; then
 //! the figures that need one time line (span, rates, TTFT under load, the fleet's hours) are left out of the
-//! overall figures, and out of any source whose own files are on both clocks. And rows of different kinds (measured, simulated, synthetic: `SourceKind`) are
-//! broken down by source by default, so a measured run and its simulation are never read as one number.
+//! overall figures, and out of any source whose own files are on both clocks. And rows of different kinds
+//! (measured, simulated, synthetic: `SourceKind`) are broken down by source by default, so a measured run and its
+//! simulation are never read as one number.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -5,8 +5,8 @@
 //! max_tokens = output_toks`, `ignore_eos`) and writes `vllm/{requests.jsonl, timeseries.csv, meta.json}`;
 //! the simulator writes `outputs/sim.csv` for the same workload. One adapter reads them all; `format_version`
 //! names which file it was (the generations below). Measured and simulated rows never share a `source`: the bench's
-//! rows are `llmservingsim-vllm`, the simulator's `llmservingsim-sim`, a workload's `llmservingsim-workload`. The cluster `config.json` next to them describes hardware, not
-//! requests, and is left unrecognised.
+//! rows are `llmservingsim-vllm`, the simulator's `llmservingsim-sim`, a workload's `llmservingsim-workload`. The
+//! cluster `config.json` next to them describes hardware, not requests, and is left unrecognised.
 //!
 //! # `bench-requests`: `vllm/requests.jsonl` (`bench/core/recorder.py`, `write_requests`)
 //!
