@@ -123,8 +123,9 @@ fn normalize_testdata(root: &Path) -> Result<()> {
 
 /// Directories of `testdata/` that are not `normalize` inputs: `invalid/` must fail, `traces-full/` holds whole corpus
 /// files for the aggregate tests, `synth/` statistics for `infertrace synth`, `mapped/` inputs that need `--map`,
-/// `datasets/` datasets kept to guard reading older schema versions.
-const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped", "datasets"];
+/// `datasets/` datasets kept to guard reading older schema versions, `expected/` the hand-read values of the real
+/// log excerpts.
+const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped", "datasets", "expected"];
 
 /// The files under `dir`, recursively, except in directories named in `skip_dirs` and with an extension of
 /// `skip_extensions` (or none).

@@ -378,3 +378,67 @@ fn a_record_that_ends_with_its_target_is_read() {
     assert_eq!(sink.requests.len(), 1);
     assert_eq!(sink.requests[0].arrival_time, Some(utc(2026, 2, 27, (14, 47, 22), 0)));
 }
+
+/// The envelopes deployments put around a Dynamo record, each with the name the drift report gives it.
+const ENVELOPES: [(&str, Option<&str>); 7] = [
+    ("", None),
+    ("2026-05-21T03:56:09.000000001Z ", Some("docker-timestamps")),
+    ("frontend-1  | ", Some("compose")),
+    ("[pod/frontend-7d9f/main] ", Some("kubectl")),
+    ("Dec 05 10:00:00 gpu-node-1 dynamo-frontend[4242]: ", Some("journald")),
+    ("[frontend] pid=12 | ", Some("custom-prefix")),
+    ("2025-03-08 02:04:48,693 - sflow.task.frontend - INFO - 0: ", Some("sflow-wrapper")),
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    /// A request's `request received` and `request completed` lines, readable or JSONL, with unknown `key=value`
+    /// fields inserted anywhere among theirs, in any envelope: arrival, e2e, status and error are still read, and
+    /// the envelope is named in the drift report.
+    #[test]
+    fn unknown_request_fields_anywhere_and_any_envelope_leave_the_request_read(
+        envelope in 0..ENVELOPES.len(),
+        json in proptest::bool::ANY,
+        inserted in proptest::collection::vec((0..10usize, "xnew_[a-z]{1,8}", proptest::prop_oneof![proptest::strategy::Just("7"), proptest::strategy::Just("\"a b\""), proptest::strategy::Just("Some(3)")]), 0..4),
+    ) {
+        let (prefix, name) = ENVELOPES[envelope];
+        let mut received = vec!["request_id=r1", "model=m", "endpoint=chat_completions", "request_type=stream"]
+            .into_iter().map(str::to_owned).collect::<Vec<_>>();
+        let mut completed = vec!["request_id=r1", "model=m", "status=error", "error_type=internal", "elapsed_ms=297"]
+            .into_iter().map(str::to_owned).collect::<Vec<_>>();
+        for (at, key, value) in &inserted {
+            received.insert(1 + at % received.len(), format!("{key}={value}"));
+            completed.insert(1 + at % completed.len(), format!("{key}={value}"));
+        }
+        let line = |time: &str, message: &str, fields: &[String]| {
+            if json {
+                let fields: Vec<String> = fields.iter().map(|f| {
+                    let (k, v) = f.split_once('=').unwrap();
+                    let v = if v.starts_with('"') || v.parse::<f64>().is_ok() { v.to_owned() } else { format!("\"{v}\"") };
+                    format!("\"{k}\":{v}")
+                }).collect();
+                format!(r#"{prefix}{{"time":"{time}","level":"INFO","target":"dynamo_llm::http::service::metrics","message":"{message}",{}}}"#, fields.join(","))
+            } else {
+                format!("{prefix}{time}  INFO http-request: dynamo_llm::http::service::metrics: {message} {}", fields.join(" "))
+            }
+        };
+        let text = format!(
+            "{}\n{}\n",
+            line("2026-05-21T03:56:00.837115Z", "request received", &received),
+            line("2026-05-21T03:56:01.134595Z", "request completed", &completed)
+        );
+        let (sink, _) = parse(text.as_bytes());
+        proptest::prop_assert!(sink.diagnostics.is_empty(), "{text}: {:?}", sink.diagnostics);
+        proptest::prop_assert_eq!(sink.requests.len(), 1, "{}", text);
+        let request = &sink.requests[0];
+        // 2026-05-21T03:56:00.837115Z and `elapsed_ms=297`, read by hand.
+        proptest::prop_assert_eq!(request.arrival_time, Some(1_779_335_760_837_115_000));
+        proptest::prop_assert_eq!(request.e2e_s, Some(0.297));
+        proptest::prop_assert_eq!(request.status, infertrace_schema::Status::Error);
+        proptest::prop_assert_eq!(request.error.as_deref(), Some("internal"));
+        let envelopes = &sink.drift.as_ref().unwrap().envelopes;
+        let want = name.unwrap_or("plain");
+        proptest::prop_assert_eq!(envelopes.get(want), Some(&2), "{}: {:?}", text, envelopes);
+    }
+}

@@ -296,3 +296,168 @@ fn time_stats_past_the_bound_are_written_alone_with_one_diagnostic() {
     assert_eq!(ids, ["r1", "r2", "r3"]);
     assert_eq!(sink.requests[0].status, infertrace_schema::Status::Unknown);
 }
+
+/// Batch lines of every generation (reference `sglang.md` §2.2-2.3), as a head, `key: value` fields joined by
+/// `, ` and an ending, with the values each gives, written by hand from the format strings in `log/batch.rs`.
+/// `(envelope, head, fields, ending, values)`.
+type BatchGeneration = (&'static str, &'static str, Vec<&'static str>, &'static str, Vec<(&'static str, f64)>);
+
+fn batch_generations() -> Vec<BatchGeneration> {
+    use metrics::*;
+    let decode = vec![
+        "#running-req: 32",
+        "#token: 12345",
+        "token usage: 0.12",
+        "gen throughput (token/s): 1234.56",
+        "#queue-req: 7",
+    ];
+    let decode_values = vec![
+        (REQUESTS_RUNNING, 32.0),
+        (KV_CACHE_TOKENS, 12345.0),
+        (KV_CACHE_USAGE, 0.12),
+        (GENERATION_THROUGHPUT_TPS, 1234.56),
+        (REQUESTS_WAITING, 7.0),
+    ];
+    let prefill = vec![
+        "#new-seq: 2",
+        "#new-token: 896",
+        "#cached-token: 128",
+        "token usage: 0.05",
+        "#running-req: 3",
+        "#queue-req: 4",
+    ];
+    let prefill_values = vec![
+        (BATCH_REQUESTS, 2.0),
+        (BATCH_TOKENS, 896.0),
+        (PREFILL_CACHED_TOKENS, 128.0),
+        (KV_CACHE_USAGE, 0.05),
+        (REQUESTS_RUNNING, 3.0),
+        (REQUESTS_WAITING, 4.0),
+    ];
+    // (envelope, head, fields, ending, values); the envelope is put before the head.
+    vec![
+        ("[2025-03-03 17:53:04 TP0] ", "Decode batch. ", decode.clone(), "", decode_values.clone()),
+        ("[2025-03-03 17:53:04 TP0] ", "Prefill batch. ", prefill.clone(), "", prefill_values.clone()),
+        (
+            "[04:40:55 TP0] ",
+            "Prefill batch(mixed #running-req: 5). ",
+            vec!["#new-seq: 2", "#new-token: 896", "#cached-token: 128", "cache hit rate: 12.50%", "#queue-req: 4"],
+            "",
+            vec![
+                (REQUESTS_RUNNING, 5.0),
+                (BATCH_REQUESTS, 2.0),
+                (BATCH_TOKENS, 896.0),
+                (PREFILL_CACHED_TOKENS, 128.0),
+                (PREFIX_CACHE_HIT_RATE, 0.125),
+                (REQUESTS_WAITING, 4.0),
+            ],
+        ),
+        ("[2025-10-01 10:00:00 DP0 TP0 EP0] ", "Decode batch [12], ", decode.clone(), ", ", decode_values.clone()),
+        ("[2026-05-28 00:11:09.816 DP0 TP0 EP0] ", "Decode batch, ", decode.clone(), ", ", decode_values.clone()),
+        ("[2026-05-28 00:11:09.816 DP0 TP0 EP0] ", "Prefill batch, ", prefill.clone(), "", prefill_values.clone()),
+        (
+            "2025-10-20 03:02:22 INFO 31223 [DP3 TP3 EP3 scheduler_metrics_mixin.py:222] ",
+            "Decode batch. ",
+            decode,
+            ", ",
+            decode_values,
+        ),
+        (
+            "2026-06-07 10:59:31,659 [INFO] sglang.srt.managers.scheduler_metrics_mixin: ",
+            "Prefill batch, ",
+            prefill,
+            ",",
+            prefill_values,
+        ),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Unknown `key: value` fields inserted anywhere among a batch line's fields, or appended, in any head
+    /// generation and envelope: every known value is still read, and each unknown key is counted by name.
+    #[test]
+    fn unknown_batch_fields_anywhere_leave_every_known_value_read(
+        generation in 0..8usize,
+        inserted in proptest::collection::vec(
+            (0..16usize, "xnew[a-z]{0,6}( [a-z]{1,6}){0,2}", prop_oneof![Just("5"), Just("0.25"), Just("True"), Just("12.5%")]),
+            1..4,
+        ),
+    ) {
+        let (envelope, head, fields, ending, expected) = &batch_generations()[generation];
+        let mut all: Vec<String> = fields.iter().map(|f| (*f).to_owned()).collect();
+        let mut names: std::collections::BTreeMap<String, u64> = Default::default();
+        for (at, name, value) in &inserted {
+            all.insert(at % (all.len() + 1), format!("{name}: {value}"));
+            *names.entry(name.clone()).or_default() += 1;
+        }
+        let line = format!("{envelope}{head}{}{ending}\n", all.join(", "));
+        let (sink, _) = parse(&line, ParseOptions { year: Some(2025), ..ParseOptions::default() }, None);
+        prop_assert!(sink.diagnostics.is_empty(), "{line}: {:?}", sink.diagnostics);
+        let mut got: Vec<(&str, f64)> = sink.samples.iter().map(|s| (&*s.metric, s.value)).collect();
+        let mut want = expected.clone();
+        got.sort_by(|a, b| a.0.cmp(b.0));
+        want.sort_by(|a, b| a.0.cmp(b.0));
+        prop_assert_eq!(got, want, "{}", line);
+        prop_assert_eq!(&sink.drift.as_ref().unwrap().unknown_fields, &names, "{}", line);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A request's `Receive` and `Finish` lines, as Python reprs (0.4.2+) or JSON records (0.5.7+), with unknown
+    /// keys inserted anywhere in the request object and in `meta_info`: the rid, `max_new_tokens` and every
+    /// `meta_info` count are still read, and the unknown `meta_info` keys are counted by name.
+    #[test]
+    fn unknown_request_keys_anywhere_leave_the_request_read(
+        json in proptest::bool::ANY,
+        in_obj in proptest::collection::vec((0..6usize, "xnew_[a-z]{1,8}"), 0..3),
+        in_meta in proptest::collection::vec((0..8usize, "xnew_[a-z]{1,8}"), 0..3),
+    ) {
+        let value = |json: bool| if json { "[1, \"a, b: c\"]" } else { "[1, 'a, b: c']" };
+        let quote = |key: &str| if json { format!("\"{key}\"") } else { format!("'{key}'") };
+        let mut sampling = vec![format!("{}: 0.7", quote("temperature")), format!("{}: 128", quote("max_new_tokens"))];
+        let mut meta = vec![
+            format!("{}: {}", quote("id"), quote("r-1")),
+            format!("{}: {{{}: {}}}", quote("finish_reason"), quote("type"), quote("length")),
+            format!("{}: 32", quote("prompt_tokens")),
+            format!("{}: 128", quote("completion_tokens")),
+            format!("{}: 12", quote("cached_tokens")),
+            format!("{}: 3.25", quote("e2e_latency")),
+        ];
+        let mut names: std::collections::BTreeMap<String, u64> = Default::default();
+        for (at, key) in &in_meta {
+            meta.insert(at % (meta.len() + 1), format!("{}: {}", quote(key), value(json)));
+            *names.entry(key.clone()).or_default() += 1;
+        }
+        for (at, key) in &in_obj {
+            sampling.insert(at % (sampling.len() + 1), format!("{}: {}", quote(key), value(json)));
+        }
+        let text = if json {
+            format!(
+                "{{\"timestamp\": \"2025-10-01T12:00:00\", \"event\": \"request.received\", \"rid\": \"r-1\", \"obj\": {{\"rid\": \"r-1\", \"sampling_params\": {{{s}}}}}}}\n\
+                 {{\"timestamp\": \"2025-10-01T12:00:03.250\", \"event\": \"request.finished\", \"rid\": \"r-1\", \"obj\": {{\"rid\": \"r-1\"}}, \"out\": {{\"text\": \"x\", \"meta_info\": {{{m}}}}}}}\n",
+                s = sampling.join(", "),
+                m = meta.join(", "),
+            )
+        } else {
+            format!(
+                "[2025-10-01 12:00:00] Receive: obj=GenerateReqInput(rid='r-1', text='a prompt, rid=no', input_ids=None, sampling_params={{{s}}})\n\
+                 [2025-10-01 12:00:03] Finish: obj=GenerateReqInput(rid='r-1', text='a prompt'), out={{'text': 'x', 'meta_info': {{{m}}}}}\n",
+                s = sampling.join(", "),
+                m = meta.join(", "),
+            )
+        };
+        let (sink, _) = parse(&text, ParseOptions::default(), None);
+        prop_assert!(sink.diagnostics.is_empty(), "{text}: {:?}", sink.diagnostics);
+        prop_assert_eq!(sink.requests.len(), 1, "{}", text);
+        let r = &sink.requests[0];
+        prop_assert_eq!(r.request_id.as_str(), "r-1");
+        prop_assert_eq!(r.max_tokens, Some(128), "{}", text);
+        prop_assert_eq!((r.input_tokens, r.output_tokens, r.cached_tokens), (Some(32), Some(128), Some(12)), "{}", text);
+        prop_assert_eq!(r.e2e_s, Some(3.25));
+        prop_assert_eq!(&sink.drift.as_ref().unwrap().unknown_fields, &names, "{}", text);
+    }
+}

@@ -282,3 +282,234 @@ proptest! {
         VllmLog.parse(&mut &text[..], &ctx, &mut sink).unwrap();
     }
 }
+
+/// Statistics lines of every generation, as a lead-in, `Key: value` fields (joined by `, `) and an ending, with the
+/// values each field gives, written by hand from the format strings in `log/line.rs`.
+/// `(lead-in, fields, ending, values)`.
+type StatsGeneration = (&'static str, Vec<&'static str>, &'static str, Vec<(&'static str, f64)>);
+
+fn stats_generations() -> Vec<StatsGeneration> {
+    use metrics::*;
+    let v0 = vec![
+        "Avg prompt throughput: 1.5 tokens/s",
+        "Avg generation throughput: 2.5 tokens/s",
+        "Running: 3 reqs",
+        "Swapped: 4 reqs",
+        "Pending: 5 reqs",
+        "GPU KV cache usage: 6.0%",
+        "CPU KV cache usage: 7.0%",
+    ];
+    let v0_values = vec![
+        (PROMPT_THROUGHPUT_TPS, 1.5),
+        (GENERATION_THROUGHPUT_TPS, 2.5),
+        (REQUESTS_RUNNING, 3.0),
+        (REQUESTS_SWAPPED, 4.0),
+        (REQUESTS_WAITING, 5.0),
+        (KV_CACHE_USAGE, 0.06),
+        (CPU_KV_CACHE_USAGE, 0.07),
+    ];
+    let v1 = vec![
+        "Avg prompt throughput: 10.8 tokens/s",
+        "Avg generation throughput: 34.3 tokens/s",
+        "Running: 2 reqs",
+        "Waiting: 1 reqs",
+        "GPU KV cache usage: 0.5%",
+        "Prefix cache hit rate: 85.0%",
+    ];
+    let v1_values = vec![
+        (PROMPT_THROUGHPUT_TPS, 10.8),
+        (GENERATION_THROUGHPUT_TPS, 34.3),
+        (REQUESTS_RUNNING, 2.0),
+        (REQUESTS_WAITING, 1.0),
+        (KV_CACHE_USAGE, 0.005),
+        (PREFIX_CACHE_HIT_RATE, 0.85),
+    ];
+    vec![
+        ("", v0.clone(), "", v0_values.clone()),
+        ("", v0, ".", v0_values),
+        (
+            "",
+            vec!["Prefix cache hit rate: GPU: 12.50%", "CPU: 25.00%"],
+            "",
+            vec![(PREFIX_CACHE_HIT_RATE, 0.125), (CPU_PREFIX_CACHE_HIT_RATE, 0.25)],
+        ),
+        (
+            "Speculative metrics: ",
+            vec![
+                "Draft acceptance rate: 0.651",
+                "System efficiency: 0.570",
+                "Number of speculative tokens: 5",
+                "Number of accepted tokens: 651",
+                "Number of draft tokens tokens: 1000",
+                "Number of emitted tokens tokens: 700",
+            ],
+            ".",
+            vec![(SPEC_ACCEPT_RATE, 0.651), (SPEC_ACCEPTED_TOKENS, 651.0), (SPEC_DRAFTED_TOKENS, 1000.0)],
+        ),
+        ("", vec!["Running: 3 reqs", "Waiting: 1 reqs"], " ", vec![(REQUESTS_RUNNING, 3.0), (REQUESTS_WAITING, 1.0)]),
+        ("", v1.clone(), "", v1_values.clone()),
+        ("Engine 000: ", v1, "", v1_values),
+        (
+            "2 Engines Aggregated: ",
+            vec![
+                "Avg prompt throughput: 1.5 tokens/s",
+                "Avg generation throughput: 2.5 tokens/s",
+                "Running: 4 reqs",
+                "Waiting: 5 reqs",
+                "Deferred: 6 reqs",
+                "KV fetch: 1 waiting to start, 2 in progress, 3 completed waiting",
+                "Preemptions: 7",
+                "XPU KV cache usage: 12.5%",
+                "Prefix cache hit rate: 50.0%",
+                "Corrupted: 1 reqs",
+                "External prefix cache hit rate: 25.0%",
+                "MM cache hit rate: 75.0%",
+            ],
+            "",
+            vec![
+                (PROMPT_THROUGHPUT_TPS, 1.5),
+                (GENERATION_THROUGHPUT_TPS, 2.5),
+                (REQUESTS_RUNNING, 4.0),
+                (REQUESTS_WAITING, 5.0),
+                (REQUESTS_DEFERRED, 6.0),
+                (KV_FETCH_WAITING, 1.0),
+                (KV_FETCH_IN_PROGRESS, 2.0),
+                (KV_FETCH_COMPLETED_WAITING, 3.0),
+                (PREEMPTIONS, 7.0),
+                (KV_CACHE_USAGE, 0.125),
+                (PREFIX_CACHE_HIT_RATE, 0.5),
+                (REQUESTS_CORRUPTED, 1.0),
+                (EXTERNAL_PREFIX_CACHE_HIT_RATE, 0.25),
+                (MM_CACHE_HIT_RATE, 0.75),
+            ],
+        ),
+        (
+            "SpecDecoding metrics: ",
+            vec![
+                "Draft acceptance rate: 60.0%",
+                "Mean acceptance length: 2.20",
+                "Accepted: 120 tokens",
+                "Drafted: 200 tokens",
+                "Per-position acceptance rate: 0.800, 0.400",
+            ],
+            "",
+            vec![
+                (SPEC_ACCEPT_RATE, 0.6),
+                (SPEC_ACCEPT_LENGTH, 2.2),
+                (SPEC_ACCEPTED_TOKENS, 120.0),
+                (SPEC_DRAFTED_TOKENS, 200.0),
+            ],
+        ),
+        (
+            "SpecDecoding metrics: ",
+            vec![
+                "Mean acceptance length: 2.63",
+                "Accepted throughput: 76.80 tokens/s",
+                "Drafted throughput: 235.49 tokens/s",
+                "Accepted: 768 tokens",
+                "Drafted: 2355 tokens",
+                "Per-position acceptance rate: 0.700, 0.560, 0.372",
+                "Avg Draft acceptance rate: 32.6%",
+            ],
+            "",
+            vec![
+                (SPEC_ACCEPT_LENGTH, 2.63),
+                (SPEC_ACCEPTED_TPS, 76.8),
+                (SPEC_DRAFTED_TPS, 235.49),
+                (SPEC_ACCEPTED_TOKENS, 768.0),
+                (SPEC_DRAFTED_TOKENS, 2355.0),
+                (SPEC_ACCEPT_RATE, 0.326),
+            ],
+        ),
+    ]
+}
+
+/// An unknown `Key: value` field: a name no release writes, and a value in one of the shapes new fields take.
+fn unknown_field() -> impl Strategy<Value = (String, String)> {
+    let name = "Xnew( [a-z]{1,8}){0,2}";
+    let value = prop_oneof![
+        Just("11.3 TF/s/GPU 772.8 GB/s/GPU".to_owned()),
+        Just("386.7 ms".to_owned()),
+        Just("42".to_owned()),
+        Just("9.5%".to_owned()),
+        Just("3 reqs".to_owned()),
+        Just("True".to_owned()),
+    ];
+    (name, value)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Unknown fields inserted anywhere among a statistics line's fields, or appended, of any generation: every
+    /// known value is still read, and each unknown field is counted by name in the drift report.
+    #[test]
+    fn unknown_stats_fields_anywhere_leave_every_known_value_read(
+        generation in 0..10usize,
+        inserted in proptest::collection::vec((0..16usize, unknown_field()), 1..4),
+    ) {
+        let (lead_in, fields, ending, expected) = &stats_generations()[generation];
+        let mut all: Vec<String> = fields.iter().map(|f| (*f).to_owned()).collect();
+        let mut names: std::collections::BTreeMap<String, u64> = Default::default();
+        for (at, (name, value)) in &inserted {
+            all.insert(at % (all.len() + 1), format!("{name}: {value}"));
+            *names.entry(name.clone()).or_default() += 1;
+        }
+        let line = format!("INFO 11-20 10:00:00 [loggers.py:123] {lead_in}{}{ending}\n", all.join(", "));
+        let (sink, _) = parse_with(&line, ParseOptions { year: Some(2025), ..ParseOptions::default() }, None);
+        prop_assert!(sink.diagnostics.is_empty(), "{line}: {:?}", sink.diagnostics);
+        let read: Vec<(&str, f64)> = sink.samples.iter().map(|s| (&*s.metric, s.value)).collect();
+        let mut want: Vec<(&str, f64)> = expected.clone();
+        let mut got = read.clone();
+        want.sort_by(|a, b| a.0.cmp(b.0));
+        got.sort_by(|a, b| a.0.cmp(b.0));
+        prop_assert_eq!(got, want, "{}", line);
+        prop_assert_eq!(&sink.drift.as_ref().unwrap().unknown_fields, &names, "{}", line);
+    }
+
+    /// Unknown fields inserted anywhere among a `Received request` line's fields of any generation, and unknown
+    /// parameters anywhere in its `SamplingParams`: `max_tokens` and the prompt's token count are still read, and the
+    /// unknown fields are counted by name.
+    #[test]
+    fn unknown_request_fields_anywhere_leave_max_tokens_and_the_prompt_read(
+        generation in 0..8usize,
+        fields_in in proptest::collection::vec((0..8usize, "xnew_[a-z]{1,8}", prop_oneof![Just("None"), Just("'text, with: commas'"), Just("[1, 2]"), Just("Thing(a=1, b=[2, 3])")]), 0..3),
+        params_in in proptest::collection::vec((0..8usize, "xnew_[a-z]{1,8}", prop_oneof![Just("None"), Just("0.5"), Just("Thing(a=1, b=[2, 3])"), Just("{'k': 'v, w'}")]), 0..3),
+    ) {
+        let mut params = vec!["n=1", "temperature=0.7", "max_tokens=77", "min_tokens=0"].into_iter().map(str::to_owned).collect::<Vec<_>>();
+        for (at, name, value) in &params_in {
+            params.insert(at % (params.len() + 1), format!("{name}={value}"));
+        }
+        let sampling = format!("SamplingParams({})", params.join(", "));
+        let ids = "[11, 12, 13, 14, 15]";
+        let prompt = "prompt: 'hi, params: no'".to_owned();
+        // (head, fields, whether the line logs max_tokens, whether it logs the prompt's ids), by the format strings
+        // of `log/line.rs`.
+        let (head, mut fields, has_max, has_ids): (&str, Vec<String>, bool, bool) = match generation {
+            0 => ("Received request cmpl-7: ", vec![prompt, format!("sampling params: {sampling}"), format!("prompt token ids: {ids}")], true, true),
+            1 => ("Received request cmpl-7: ", vec![prompt, "prefix_pos: None".to_owned(), format!("sampling_params: {sampling}"), format!("prompt_token_ids: {ids}"), "lora_request: None".to_owned()], true, true),
+            2 => ("Received request cmpl-7: ", vec![prompt, format!("params: {sampling}"), format!("prompt_token_ids: {ids}"), "lora_request: None".to_owned()], true, true),
+            3 => ("Received request cmpl-7: ", vec![prompt, format!("params: {sampling}"), format!("prompt_token_ids: {ids}"), "lora_request: None".to_owned(), "prompt_adapter_request: None".to_owned()], true, true),
+            4 => ("Received request cmpl-7: ", vec![prompt, format!("params: {sampling}"), format!("prompt_token_ids: {ids}"), "prompt_embeds shape: None".to_owned(), "lora_request: None".to_owned(), "prompt_adapter_request: None".to_owned()], true, true),
+            5 => ("Received request cmpl-7: ", vec![prompt, format!("params: {sampling}"), format!("prompt_token_ids: {ids}"), "prompt_embeds shape: None".to_owned(), "lora_request: None".to_owned()], true, true),
+            // 0.11.1+: the INFO line has no prompt; the DEBUG details line has no parameters.
+            6 => ("Received request cmpl-7: ", vec![format!("params: {sampling}"), "lora_request: None".to_owned()], true, false),
+            _ => ("Request cmpl-7 details: ", vec![prompt, format!("prompt_token_ids: {ids}"), "prompt_embeds shape: None".to_owned()], false, true),
+        };
+        let mut names: std::collections::BTreeMap<String, u64> = Default::default();
+        let first = usize::from(fields[0].starts_with("prompt:"));
+        for (at, name, value) in &fields_in {
+            // After the prompt, which every generation that logs it writes first.
+            fields.insert(first + at % (fields.len() + 1 - first), format!("{name}: {value}"));
+            *names.entry(name.clone()).or_default() += 1;
+        }
+        let line = format!("INFO 11-20 10:00:00 [async_llm_engine.py:1] {head}{}.\n", fields.join(", "));
+        let (sink, _) = parse_with(&line, ParseOptions { year: Some(2025), ..ParseOptions::default() }, None);
+        prop_assert!(sink.diagnostics.is_empty(), "{line}: {:?}", sink.diagnostics);
+        prop_assert_eq!(sink.requests.len(), 1);
+        prop_assert_eq!(sink.requests[0].max_tokens, has_max.then_some(77), "{}", line);
+        prop_assert_eq!(sink.requests[0].input_tokens, has_ids.then_some(5), "{}", line);
+        let counted = sink.drift.as_ref().unwrap().unknown_fields.clone();
+        prop_assert_eq!(counted, names, "{}", line);
+    }
+}

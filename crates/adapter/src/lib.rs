@@ -13,6 +13,7 @@
 //! It deliberately does not walk directories, print, or decide where output goes: that is the CLI's job.
 
 mod diagnostic;
+pub mod drift;
 pub mod fragments;
 pub mod hash;
 mod input;
@@ -32,6 +33,7 @@ use std::collections::BTreeMap;
 use std::io::{self, BufRead};
 
 pub use diagnostic::{Diagnostic, DiagnosticKind};
+pub use drift::Drift;
 pub use input::{
     Compression, DecompressionLimits, HEAD_BYTES, Input, InputDigest, Progress, RATIO_GRACE_BYTES, recorded_text_bytes,
 };

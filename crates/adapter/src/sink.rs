@@ -2,7 +2,7 @@
 
 use infertrace_schema::{CacheEvent, DatasetError, EngineSample, RequestRow};
 
-use crate::Diagnostic;
+use crate::{Diagnostic, Drift};
 
 /// Receives rows and diagnostics from an adapter, in input order.
 ///
@@ -29,6 +29,9 @@ pub trait Sink {
     fn cache_event(&mut self, row: CacheEvent) -> Result<(), DatasetError>;
     /// One diagnostic.
     fn diagnostic(&mut self, diagnostic: Diagnostic);
+    /// The input's drift report ([`Drift`]), once, at the end of a parse; adapters that find nothing to report
+    /// do not call it.
+    fn drift(&mut self, _drift: Drift) {}
 }
 
 /// A sink that keeps everything in memory, for tests and small inputs.
@@ -42,6 +45,8 @@ pub struct CollectSink {
     pub cache_events: Vec<CacheEvent>,
     /// Diagnostics, in order.
     pub diagnostics: Vec<Diagnostic>,
+    /// The drift report, if the adapter made one.
+    pub drift: Option<Drift>,
 }
 
 impl Sink for CollectSink {
@@ -59,5 +64,8 @@ impl Sink for CollectSink {
     }
     fn diagnostic(&mut self, diagnostic: Diagnostic) {
         self.diagnostics.push(diagnostic);
+    }
+    fn drift(&mut self, drift: Drift) {
+        self.drift = Some(drift);
     }
 }

@@ -139,6 +139,10 @@ struct NormalizeArgs {
     /// Print the first bytes of the first offending input lines to stderr (never into the dataset).
     #[arg(long)]
     show_lines: bool,
+    /// After the summary, print each input's drift report: the envelopes found around its records, where its
+    /// times came from, how many lines made rows, and the fields this version does not know, with counts.
+    #[arg(long)]
+    explain: bool,
     /// Most bytes one compressed input may decompress to (K, M, G, T suffixes, powers of 1024).
     #[arg(long, value_name = "SIZE", default_value = "1T", value_parser = parse_size)]
     max_decompressed: u64,
@@ -744,6 +748,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             );
             let report = normalize(&options, &progress)?;
             print_summary(&mut out, &report)?;
+            if args.explain {
+                out.write_all(summary::explain(&report.manifest).as_bytes())?;
+                out.flush()?;
+            }
             if args.strict && report.diagnostics() > 0 {
                 eprintln!("error: {} diagnostics and --strict was given", summary::count(report.diagnostics()));
                 return Ok(ExitCode::from(1));

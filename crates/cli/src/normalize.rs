@@ -7,12 +7,12 @@ use anyhow::{Context as _, Result, bail};
 use indicatif::ProgressBar;
 use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{
-    Adapter, Compression, DecompressionLimits, Diagnostic, DiagnosticKind, Input, InputDigest, LineReader,
+    Adapter, Compression, DecompressionLimits, Diagnostic, DiagnosticKind, Drift, Input, InputDigest, LineReader,
     ParseContext, ParseOptions, ParseReport, Sidecars, Sink, hash, parallel,
 };
 use infertrace_schema::{
-    Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, EngineSample, HashSalt, InputEntry,
-    Manifest, PartitionKey, Producer, RequestRow, RowCounts, SCHEMA_VERSION, SkippedInput,
+    Assumptions, CacheEvent, DatasetError, DatasetWriter, DiagnosticSummary, DriftSummary, EngineSample, HashSalt,
+    InputEntry, Manifest, PartitionKey, Producer, RequestRow, RowCounts, SCHEMA_VERSION, SkippedInput,
 };
 use rayon::prelude::*;
 
@@ -355,6 +355,7 @@ enum Event {
     Samples(EngineSample, Vec<(&'static str, f64)>),
     CacheEvent(CacheEvent),
     Diagnostic(Diagnostic),
+    Drift(Drift),
 }
 
 impl Events {
@@ -383,6 +384,7 @@ impl Events {
                 Event::Samples(mut row, values) => sink.samples(&mut row, &values)?,
                 Event::CacheEvent(row) => sink.cache_event(row)?,
                 Event::Diagnostic(diagnostic) => sink.diagnostic(diagnostic),
+                Event::Drift(drift) => sink.drift(drift),
             }
         }
         Ok(())
@@ -417,6 +419,10 @@ impl Sink for Events {
         } else {
             self.events.push(Event::Diagnostic(diagnostic));
         }
+    }
+    fn drift(&mut self, drift: Drift) {
+        // Once per file, and small (its names are bounded): never counted against the bound.
+        self.events.push(Event::Drift(drift));
     }
 }
 
@@ -516,7 +522,7 @@ impl Parsed {
         sink: DatasetSink<'_>,
         shown_lines: &mut Vec<ShownLine>,
     ) -> Result<Outcome> {
-        let (records, diagnostics, offending) = (sink.records, sink.diagnostics, sink.offending);
+        let (records, diagnostics, offending, drift) = (sink.records, sink.diagnostics, sink.offending, sink.drift);
         // A stream cannot be read again for its lines.
         if !offending.is_empty() && file.kind == InputKind::File {
             let lines = read_lines(file, options.limits, &offending);
@@ -536,6 +542,12 @@ impl Parsed {
             records,
             diagnostics,
             details: report.details,
+            drift: drift.map(|drift| DriftSummary {
+                lines_used: drift.lines_used,
+                envelopes: drift.envelopes.into_iter().map(|(name, n)| (name.to_owned(), n)).collect(),
+                times_from: drift.times_from.into_iter().map(|(name, n)| (name.to_owned(), n)).collect(),
+                unknown_fields: drift.unknown_fields,
+            }),
         })))
     }
 }
@@ -578,6 +590,8 @@ struct DatasetSink<'w> {
     show: usize,
     /// Line and kind of the first diagnostics, for `--show-lines`.
     offending: Vec<(u64, &'static str)>,
+    /// The adapter's drift report, if it made one.
+    drift: Option<Drift>,
 }
 
 impl<'w> DatasetSink<'w> {
@@ -590,6 +604,7 @@ impl<'w> DatasetSink<'w> {
             salt_key: options.hash_salt.as_ref().map(|salt| hash::salt_key(salt.as_bytes())),
             show: if options.show_lines { SHOWN_LINES.saturating_sub(shown) } else { 0 },
             offending: Vec::new(),
+            drift: None,
         }
     }
 }
@@ -640,6 +655,10 @@ impl Sink for DatasetSink<'_> {
             self.offending.push((diagnostic.line, diagnostic.kind.as_str()));
         }
         self.diagnostics.record(diagnostic.kind.as_str(), diagnostic.line, diagnostic.message);
+    }
+
+    fn drift(&mut self, drift: Drift) {
+        self.drift = Some(drift);
     }
 }
 

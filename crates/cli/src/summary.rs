@@ -93,6 +93,78 @@ pub fn skipped_lines(manifest: &Manifest) -> Vec<String> {
     lines
 }
 
+/// The drift report of every input (`normalize --explain`): the format and generation detected, the envelopes
+/// found around its records, where their times came from, how many lines made rows, and the fields this version
+/// does not know, with counts. Names and counts only, never an input's text.
+pub fn explain(manifest: &Manifest) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let counts = |map: &std::collections::BTreeMap<String, u64>| {
+        let mut items: Vec<(&String, &u64)> = map.iter().collect();
+        // Most frequent first; names in order among equals.
+        items.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        items.iter().map(|(name, n)| format!("{name} ×{}", count(**n))).collect::<Vec<_>>().join(", ")
+    };
+    for input in &manifest.inputs {
+        let generation = input.format_version.as_deref().unwrap_or("one generation");
+        let _ = writeln!(out, "{}: {} ({generation})", input.path, input.format);
+        let rows = input.records.total();
+        let drift = input.drift.clone().unwrap_or_default();
+        let share = |n: u64| if input.lines == 0 { 0.0 } else { 100.0 * n as f64 / input.lines as f64 };
+        match drift.lines_used {
+            Some(used) => {
+                let _ = writeln!(
+                    out,
+                    "  lines      {} read, {} made rows ({:.1} %), {} diagnostics; the rest carry no data",
+                    count(input.lines),
+                    count(used),
+                    share(used),
+                    count(input.diagnostics.total)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  lines      {} read, {} rows, {} diagnostics",
+                    count(input.lines),
+                    count(rows),
+                    count(input.diagnostics.total)
+                );
+            }
+        }
+        if !drift.envelopes.is_empty() {
+            let _ = writeln!(out, "  envelopes  {}", counts(&drift.envelopes));
+        }
+        if !drift.times_from.is_empty() {
+            let _ = writeln!(out, "  times from {}", counts(&drift.times_from));
+        }
+        if let Some(year) = input.year {
+            let source = serde_json::to_value(year.source).ok().and_then(|v| v.as_str().map(str::to_owned));
+            let _ = writeln!(out, "  year       {} (from {})", year.year, source.unwrap_or_default());
+        }
+        let _ = writeln!(
+            out,
+            "  clock      {}",
+            serde_json::to_value(input.clock_domain)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        );
+        if drift.unknown_fields.is_empty() {
+            if input.drift.is_some() {
+                let _ = writeln!(out, "  unknown    no field this version does not know");
+            }
+        } else {
+            let _ = writeln!(out, "  unknown    {}", counts(&drift.unknown_fields));
+        }
+        for (kind, summary) in &input.diagnostics.by_kind {
+            let first = summary.first.first().map(|d| format!(" (first at line {}: {})", d.line, d.message));
+            let _ = writeln!(out, "  diagnostic {kind} ×{}{}", count(summary.count), first.unwrap_or_default());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -235,6 +235,7 @@ fn read(dir: &Path, path: &Path) -> Result<ReadFile> {
         records: RowCounts::default(),
         diagnostics: DiagnosticSummary::default(),
         details: BTreeMap::new(),
+        drift: None,
     };
     Ok(ReadFile { text, display, entry })
 }

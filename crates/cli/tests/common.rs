@@ -45,8 +45,9 @@ pub fn valid_inputs() -> Vec<PathBuf> {
 
 /// Directories of `testdata/` that are not `normalize` inputs: `invalid/` must fail, `traces-full/` holds whole corpus
 /// files for the aggregate tests, `synth/` statistics for `infertrace synth`, `mapped/` inputs that need `--map`,
-/// `datasets/` datasets kept to guard reading older schema versions.
-const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped", "datasets"];
+/// `datasets/` datasets kept to guard reading older schema versions, `expected/` the hand-read values of the real
+/// log excerpts.
+const NOT_INPUTS: &[&str] = &["invalid", "traces-full", "synth", "mapped", "datasets", "expected"];
 
 fn collect(dir: &Path, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

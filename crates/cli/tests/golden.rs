@@ -27,6 +27,16 @@ fn render(dataset: &Dataset) -> String {
     for (key, value) in &input.details {
         writeln!(out, "detail {key}: {value}").unwrap();
     }
+    if let Some(drift) = &input.drift {
+        writeln!(out, "drift lines_used: {:?}", drift.lines_used).unwrap();
+        writeln!(out, "drift envelopes: {:?}", drift.envelopes).unwrap();
+        if !drift.times_from.is_empty() {
+            writeln!(out, "drift times_from: {:?}", drift.times_from).unwrap();
+        }
+        if !drift.unknown_fields.is_empty() {
+            writeln!(out, "drift unknown_fields: {:?}", drift.unknown_fields).unwrap();
+        }
+    }
     writeln!(out, "\ndiagnostics: {}", input.diagnostics.total).unwrap();
     for (kind, summary) in &input.diagnostics.by_kind {
         for d in &summary.first {

@@ -205,6 +205,23 @@ pub struct InputEntry {
     pub diagnostics: DiagnosticSummary,
     /// Format-specific facts about the input as a whole (a benchmark run's summary, a clock alignment), by name.
     pub details: BTreeMap<String, serde_json::Value>,
+    /// What the input held that its adapter does not know, and how its records were wrapped (log formats); absent
+    /// when the adapter reports nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftSummary>,
+}
+
+/// An input's drift report: how its records were wrapped and what on them was new. Counts and names, no values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriftSummary {
+    /// Lines that made a row or part of one, when the adapter counts them.
+    pub lines_used: Option<u64>,
+    /// Records by the envelope found around them (`plain`: none), by envelope name.
+    pub envelopes: BTreeMap<String, u64>,
+    /// Records by where their time came from: `record` (the engine's own stamp) or `prefix` (a wrapper's fuller one).
+    pub times_from: BTreeMap<String, u64>,
+    /// Fields this version does not know on records it read otherwise, by field name, with how often each was seen.
+    pub unknown_fields: BTreeMap<String, u64>,
 }
 
 /// The year an adapter gave to year-less timestamps (vLLM's `MM-DD HH:MM:SS`).
@@ -336,6 +353,24 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     (
         "inputs[].details.<key>",
         "Format-specific facts about the whole input, such as a benchmark run's summary (`vllm-bench`).",
+    ),
+    (
+        "inputs[].drift.lines_used",
+        "Lines that made a row or part of one, or null when the adapter does not count them.",
+    ),
+    (
+        "inputs[].drift.envelopes.<envelope>",
+        "Records found inside that envelope: `plain` (none), `docker-timestamps`, `compose`, `journald`, \
+         `date-wrapper`, `process-prefix`, `colour-codes`, `lost-escapes`, `custom-prefix`, `re-emitted`, …",
+    ),
+    (
+        "inputs[].drift.times_from.<from>",
+        "Records timed by `record` (the engine's own stamp) or `prefix` (a wrapper's stamp, which has the year or \
+         zone the engine's lacks).",
+    ),
+    (
+        "inputs[].drift.unknown_fields.<name>",
+        "How often a field this version does not know was seen on records it otherwise read (names only).",
     ),
     (
         "skipped[].path",

@@ -357,6 +357,12 @@ fn manifest_field_docs_match_what_is_serialized() {
         records: RowCounts::default(),
         diagnostics,
         details: [("duration".to_owned(), serde_json::json!(1.5))].into_iter().collect(),
+        drift: Some(infertrace_schema::DriftSummary {
+            lines_used: Some(1),
+            envelopes: [("plain".to_owned(), 1)].into_iter().collect(),
+            times_from: [("record".to_owned(), 1)].into_iter().collect(),
+            unknown_fields: [("MFU".to_owned(), 1)].into_iter().collect(),
+        }),
     });
     m.merge = Some(infertrace_schema::MergeRecord {
         datasets: vec!["a".into()],
@@ -381,6 +387,12 @@ fn manifest_field_docs_match_what_is_serialized() {
                         "<kind>"
                     } else if prefix.ends_with("details") {
                         "<key>"
+                    } else if prefix.ends_with("envelopes") {
+                        "<envelope>"
+                    } else if prefix.ends_with("times_from") {
+                        "<from>"
+                    } else if prefix.ends_with("unknown_fields") {
+                        "<name>"
                     } else if prefix.ends_with("rows_in")
                         || prefix.ends_with("unmatched")
                         || prefix.contains(".columns.")

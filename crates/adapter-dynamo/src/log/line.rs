@@ -200,6 +200,156 @@ pub(crate) fn strip_wrapper(line: &str) -> &str {
     }
 }
 
+/// The envelopes a record can be found in, as bits; [`ENVELOPE_NAMES`] names them.
+pub(crate) mod envelope {
+    /// A harness's `<ts> - sflow.task.<name> - <LEVEL> - <n>: `.
+    pub(crate) const SFLOW: u16 = 1;
+    /// docker `--timestamps` (RFC 3339) before the record's own time.
+    pub(crate) const DOCKER: u16 = 1 << 1;
+    /// docker-compose `service-1  | `.
+    pub(crate) const COMPOSE: u16 = 1 << 2;
+    /// `kubectl logs --prefix`: `[pod/<pod>/<container>] `.
+    pub(crate) const KUBECTL: u16 = 1 << 3;
+    /// journald / syslog `Mon DD HH:MM:SS host unit[pid]: `.
+    pub(crate) const JOURNALD: u16 = 1 << 4;
+    /// Any other text before a record head found on the line.
+    pub(crate) const CUSTOM: u16 = 1 << 5;
+    /// ANSI colour codes.
+    pub(crate) const COLOUR: u16 = 1 << 6;
+}
+
+/// The name of each bit of [`envelope`], for the manifest's `envelopes`.
+pub(crate) const ENVELOPE_NAMES: [&str; 7] =
+    ["sflow-wrapper", "docker-timestamps", "compose", "kubectl", "journald", "custom-prefix", "colour-codes"];
+
+/// Container and orchestrator prefixes, each removed where it starts a line that does not start a record.
+static CONTAINER_PREFIXES: LazyLock<[(Regex, u16); 4]> = LazyLock::new(|| {
+    let re = |pattern: &str| Regex::new(pattern).expect("valid regex");
+    [
+        (re(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) "), envelope::DOCKER),
+        (re(r"^[\w.-]+\s+\| "), envelope::COMPOSE),
+        (re(r"^\[pod/[^\]\s/]+/[^\]\s]+\] "), envelope::KUBECTL),
+        (re(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: "), envelope::JOURNALD),
+    ]
+});
+
+/// Whether `line` may start with [`CONTAINER_PREFIXES`]`[at]`, by the bytes each must have.
+fn could_be_prefix(at: usize, line: &[u8]) -> bool {
+    match at {
+        // `YYYY-MM-DDT`
+        0 => line.first().is_some_and(u8::is_ascii_digit) && line.get(10) == Some(&b'T'),
+        // `service  | `
+        1 => memchr::memmem::find(&line[..line.len().min(128)], b" | ").is_some(),
+        2 => line.starts_with(b"[pod/"),
+        // `Mon DD `
+        _ => line.first().is_some_and(u8::is_ascii_uppercase) && line.get(3) == Some(&b' '),
+    }
+}
+
+/// A readable record's head anywhere on a line: time, level and a `tracing` target (Rust path or Python module)
+/// followed by `: `, the markers of Dynamo's own layout.
+static FOUND_HEAD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\d{4}-\d\d-\d\dT\S+?(?:Z|[+-]\d\d:\d\d)\s+(?:TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:[\w-]+(?::[\w-]+)*:\s+)*[A-Za-z_]\w*(?:(?:::|\.)\w+)*: ",
+    )
+    .expect("valid regex")
+});
+
+/// How far into a line [`FOUND_HEAD`] is looked for.
+const FOUND_WITHIN: usize = 256;
+
+/// `line` with the envelope around its record removed, and the [`envelope`] bits found: a harness's wrapper, then
+/// container prefixes (docker timestamps, compose, kubectl, journald, in any nesting) and, on a line that still
+/// neither starts a record nor is another program's, any text before a record head (or a JSON record) found in its
+/// first 256 bytes. A line that starts
+/// a record is returned as it is (colour codes kept); one whose envelope was removed comes back without colour
+/// codes.
+pub(crate) fn unwrap(line: &str) -> Unwrapped<'_> {
+    let unwrapped = strip_wrapper(line);
+    let mut bits = if unwrapped.len() < line.len() { envelope::SFLOW } else { 0 };
+    let clean = strip_ansi(unwrapped);
+    if matches!(clean, Cow::Owned(_)) {
+        bits |= envelope::COLOUR;
+    }
+    if starts_record(&clean) {
+        return Unwrapped { text: Cow::Borrowed(unwrapped), clean, envelope: bits, kind: Kind::Record };
+    }
+    if is_foreign(&clean) {
+        return Unwrapped { text: Cow::Borrowed(unwrapped), clean, envelope: bits, kind: Kind::Foreign };
+    }
+    let mut rest: &str = &clean;
+    let mut changed = false;
+    'prefixes: for _ in 0..4 {
+        for (at, (prefix, bit)) in CONTAINER_PREFIXES.iter().enumerate() {
+            // Most lines that reach here are pieces of torn records: a byte test rules each prefix out before its
+            // regex (and the regex's cache) is used.
+            if !could_be_prefix(at, rest.as_bytes()) {
+                continue;
+            }
+            if let Some(m) = prefix.find(rest) {
+                rest = &rest[m.end()..];
+                (bits, changed) = (bits | bit, true);
+                if starts_record(rest) || is_foreign(rest) {
+                    break 'prefixes;
+                }
+                continue 'prefixes;
+            }
+        }
+        break;
+    }
+    if !starts_record(rest) && !is_foreign(rest) {
+        let head = &rest[..rest.floor_char_boundary(FOUND_WITHIN)];
+        // A readable head (which holds a level word), or a JSON record (`{"` with a level and a message).
+        const LEVELS: [&[u8]; 5] = [b"INFO", b"WARN", b"ERROR", b"DEBUG", b"TRACE"];
+        let has_level = LEVELS.iter().any(|level| memchr::memmem::find(head.as_bytes(), level).is_some());
+        let start = has_level.then(|| FOUND_HEAD.find(head).map(|m| m.start())).flatten().or_else(|| {
+            let at = memchr::memmem::find(head.as_bytes(), b"{\"")?;
+            let json = &rest[at..];
+            (json.contains("\"level\":") && json.contains("\"message\":")).then_some(at)
+        });
+        if let Some(start) = start.filter(|&at| at > 0) {
+            rest = &rest[start..];
+            (bits, changed) = (bits | envelope::CUSTOM, true);
+        }
+    }
+    let kind = if starts_record(rest) {
+        Kind::Record
+    } else if is_foreign(rest) {
+        Kind::Foreign
+    } else {
+        Kind::Piece
+    };
+    if changed {
+        let rest = rest.to_owned();
+        Unwrapped { text: Cow::Owned(rest.clone()), clean: Cow::Owned(rest), envelope: bits, kind }
+    } else {
+        Unwrapped { text: Cow::Borrowed(unwrapped), clean, envelope: bits, kind }
+    }
+}
+
+/// What an unwrapped line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// It starts a record ([`starts_record`]).
+    Record,
+    /// It starts another program's output ([`is_foreign`]).
+    Foreign,
+    /// Neither: a piece of a torn record.
+    Piece,
+}
+
+/// A line with its envelope removed ([`unwrap`]).
+pub(crate) struct Unwrapped<'a> {
+    /// The line from its record on, colour codes kept when no envelope was removed.
+    pub(crate) text: Cow<'a, str>,
+    /// The same without colour codes.
+    pub(crate) clean: Cow<'a, str>,
+    /// The [`envelope`] bits found.
+    pub(crate) envelope: u16,
+    /// What the line is.
+    pub(crate) kind: Kind,
+}
+
 /// Whether an ANSI-stripped physical line starts a new Dynamo record (readable or JSON).
 pub(crate) fn starts_record(clean: &str) -> bool {
     clean.trim_start().starts_with('{') || head(clean).is_some()

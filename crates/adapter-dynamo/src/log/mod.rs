@@ -101,8 +101,8 @@ use std::ops::Range;
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::parse_datetime;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
-    UtcOffset, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Drift, Head, LineReader, ParseContext, ParseError, ParseReport,
+    Sink, UtcOffset, utf8_line,
 };
 use infertrace_schema::ClockDomain;
 
@@ -148,7 +148,7 @@ impl Adapter for DynamoLog {
         let mut records = 0;
         let mut specific = false;
         for raw in text.lines().take(64) {
-            let clean = line::strip_ansi(line::strip_wrapper(raw));
+            let clean = line::unwrap(raw).clean;
             let trimmed = clean.trim_start();
             if trimmed.starts_with('{') {
                 // Each key with its quotes and colon, `"level":`.
@@ -188,15 +188,20 @@ impl Adapter for DynamoLog {
         let mut folder = Folder::new(ctx);
         let mut seen = Seen::default();
         let mut record = Pending::default();
+        // Records by their set of envelope bits (one increment a record), spread over the bits at the end.
+        let mut by_bits = [0u64; 1 << line::ENVELOPE_NAMES.len()];
+        let mut count = |bits: u16| by_bits[usize::from(bits) & (by_bits.len() - 1)] += 1;
         map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
             match prepared {
                 // Not UTF-8 or too long (reported here), or blank.
                 Prepared::Skipped => drop(utf8_line(line_no, bytes, sink)),
-                Prepared::Json(json) => {
+                Prepared::Json(json, envelope) => {
+                    count(envelope);
                     record.flush(&mut folder, &mut seen, sink)?;
                     json_map(json, line_no, &mut folder, &mut seen, sink)?;
                 }
-                Prepared::Start { text, read } => {
+                Prepared::Start { text, read, envelope } => {
+                    count(envelope);
                     record.flush(&mut folder, &mut seen, sink)?;
                     record = Pending { text, line: line_no, open: true, read };
                 }
@@ -216,6 +221,15 @@ impl Adapter for DynamoLog {
             Ok::<_, ParseError>(())
         })?;
         record.flush(&mut folder, &mut seen, sink)?;
+        let mut drift = Drift::default();
+        drift.envelope("plain", by_bits[0]);
+        for (i, name) in line::ENVELOPE_NAMES.iter().enumerate() {
+            drift.envelope(
+                name,
+                by_bits.iter().enumerate().filter(|(bits, _)| bits >> i & 1 == 1).map(|(_, n)| n).sum(),
+            );
+        }
+        sink.drift(drift);
         let mut details = folder.finish(sink)?;
         if seen.continuation_lines > 0 {
             details.insert("continuation_lines".to_owned(), serde_json::json!(seen.continuation_lines));
@@ -237,10 +251,10 @@ enum Prepared {
     Skipped,
     /// A whole JSON record, parsed (into a [`JsonRecord`], two allocations: a `serde_json::Map`'s dozens, freed on
     /// the fold's thread, made a JSONL log 30% slower on two threads than on one).
-    Json(JsonRecord),
+    Json(JsonRecord, u16),
     /// The start of any other record: its text (harness wrapper removed, colour codes kept, since a piece appended
     /// to it can complete a torn code) and, for a readable record, what it says as it stands.
-    Start { text: String, read: Option<TextRead> },
+    Start { text: String, read: Option<TextRead>, envelope: u16 },
     /// A line of another program.
     Foreign,
     /// Neither: a piece of a torn record when one is open (wrapper removed).
@@ -253,19 +267,18 @@ fn prepare(bytes: &[u8]) -> Prepared {
     if text.trim_ascii().is_empty() {
         return Prepared::Skipped;
     }
-    let text = line::strip_wrapper(text);
-    let clean = line::strip_ansi(text);
-    if line::starts_record(&clean) {
+    let line::Unwrapped { text, clean, envelope, kind } = line::unwrap(text);
+    if kind == line::Kind::Record {
         if let Some(record) = whole_json(&clean) {
-            return Prepared::Json(record);
+            return Prepared::Json(record, envelope);
         }
         // A JSON record that is not whole waits for its pieces, and is read when they have come.
         let read = (!clean.trim_start().starts_with('{')).then(|| read_text(clean));
-        Prepared::Start { text: text.to_owned(), read }
-    } else if line::is_foreign(&clean) {
+        Prepared::Start { text: text.into_owned(), read, envelope }
+    } else if kind == line::Kind::Foreign {
         Prepared::Foreign
     } else {
-        Prepared::Piece(text.to_owned())
+        Prepared::Piece(text.into_owned())
     }
 }
 

@@ -109,7 +109,8 @@ pub(crate) type Values = smallvec::SmallVec<[(&'static str, f64); 10]>;
 pub(crate) struct Batch<'a> {
     /// Canonical metric and value, in the order written.
     pub(crate) values: Values,
-    /// Keys this parser does not know (newer fields, or wrapped lines).
+    /// Keys this parser does not know (newer fields, or wrapped lines); an empty one stands for text that is no
+    /// `key: value` field (a line cut short).
     pub(crate) unknown: Vec<&'a str>,
     /// Keys whose value did not parse.
     pub(crate) unreadable: Vec<&'a str>,
@@ -198,7 +199,7 @@ pub(crate) fn parse(message: &str) -> Option<Batch<'_>> {
         if key.is_empty() {
             // `swa=M` of the 0.4.9 SWA form is known; text without a key is a line cut short.
             if !text.contains('=') {
-                batch.unknown.push(text);
+                batch.unknown.push("");
             }
             return;
         }
@@ -468,7 +469,7 @@ mod tests {
         );
         // Terminal wrapping fused `#cached-token` and `#running-req`; the intact fields are still read.
         let broken = parse("Prefill batch, #new-seq: 1, #new-token: 896, #cached-tounning-req: 0, #queue-req: 28, #pending-token: 0, npu graph: False, input through").unwrap();
-        assert_eq!(broken.unknown, ["#cached-tounning-req", "input through"]);
+        assert_eq!(broken.unknown, ["#cached-tounning-req", ""], "`input through` has no value");
         assert_eq!(
             broken.values.as_slice(),
             [(BATCH_REQUESTS, 1.0), (BATCH_TOKENS, 896.0), (REQUESTS_WAITING, 28.0), (PENDING_TOKENS, 0.0)].as_slice()

@@ -28,6 +28,66 @@ pub(crate) struct Record<'a> {
     pub(crate) ranks: &'a str,
     /// The message.
     pub(crate) message: &'a str,
+    /// Where the envelope was found: [`Found::Start`] of the line, [`Found::Inside`] it (a parent logger's or
+    /// a container's prefix before it), or [`Found::Custom`], a formatter of the deployment's own.
+    pub(crate) found: Found,
+}
+
+/// Where an SGLang envelope was found on its line, for the manifest's `envelopes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// `[time ranks] message` at the start of the line.
+    Start,
+    /// The same after a prefix (a parent logger, a container runtime, a progress bar).
+    Inside,
+    /// A formatter of the deployment's own: the date and time before a bracket of rank tags and `file:line`
+    /// (`2025-10-20 03:02:22 INFO 31223 [DP3 TP3 EP3 scheduler_metrics_mixin.py:222] Decode batch. …`).
+    Custom,
+}
+
+impl Found {
+    /// The name in the manifest's `envelopes`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Found::Start => "plain",
+            Found::Inside => "prefixed",
+            Found::Custom => "custom-formatter",
+        }
+    }
+}
+
+/// A deployment's own formatter: a date and time, anything without a `[`, then a bracket holding rank tags and/or
+/// the logging call's `file.py:line` (padded or not), or SGLang's logger name (`[INFO] sglang.srt.managers.…: `),
+/// then the message.
+static CUSTOM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        (?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[\ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<ms>\d{3})\d*)?
+        [^\[\]]{0,80}?
+        (?:
+            \[\ *(?P<ranks>(?:[A-Z_]+\d+\ +)*[A-Z_]+\d+)?\ *(?P<file>[\w.-]+\.py:\d+)?\ *\]\ (?P<message>.*)
+          | (?:\[[A-Z]+\]\ )?(?P<logger>sglang(?:\.\w+)*):\ (?P<logged>.*)
+        )$",
+    )
+    .expect("valid regex")
+});
+
+/// The record of a deployment's own formatter ([`CUSTOM`]) in `line`: its bracket must hold rank tags or a
+/// `file.py:line`, or it is not taken for one.
+fn custom(line: &str) -> Option<Record<'_>> {
+    let c = CUSTOM.captures(line)?;
+    if c.name("ranks").is_none() && c.name("file").is_none() && c.name("logger").is_none() {
+        return None;
+    }
+    let n = |name: &str| c.name(name).and_then(|m| m.as_str().parse::<u32>().ok());
+    Some(Record {
+        date: Some((c.name("y")?.as_str().parse().ok()?, n("mo")?, n("d")?)),
+        hms: (n("h")?, n("mi")?, n("s")?),
+        millis: n("ms"),
+        ranks: c.name("ranks").map_or("", |m| m.as_str().trim()),
+        message: c.name("message").or(c.name("logged")).map_or("", |m| m.as_str()),
+        found: Found::Custom,
+    })
 }
 
 static ENVELOPE: LazyLock<Regex> = LazyLock::new(|| {
@@ -39,21 +99,24 @@ static ENVELOPE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// The record in `line`, if it has an SGLang envelope anywhere.
+/// The record in `line`, if it has an SGLang envelope anywhere, or a deployment's formatter that keeps its rank tags.
 pub(crate) fn parse(line: &str) -> Option<Record<'_>> {
-    parse_at_start(line).or_else(|| by_regex(line))
+    parse_at_start(line).or_else(|| by_regex(line)).or_else(|| custom(line))
 }
 
 /// [`parse`] for a line of a file not known to be SGLang's (detection): most such lines are no record, and a search
 /// without captures (which allocate) answers those; a line of an SGLang log is read by [`parse`], whose records
 /// would pay for the search twice.
 pub(crate) fn parse_unknown(line: &str) -> Option<Record<'_>> {
-    parse_at_start(line).or_else(|| ENVELOPE.is_match(line).then(|| by_regex(line)).flatten())
+    parse_at_start(line)
+        .or_else(|| ENVELOPE.is_match(line).then(|| by_regex(line)).flatten())
+        .or_else(|| CUSTOM.is_match(line).then(|| custom(line)).flatten())
 }
 
 /// The record [`ENVELOPE`] finds anywhere in `line`.
 fn by_regex(line: &str) -> Option<Record<'_>> {
     let c = ENVELOPE.captures(line)?;
+    let found = if c.get(0).is_some_and(|m| m.start() == 0) { Found::Start } else { Found::Inside };
     let n = |name: &str| c.name(name).and_then(|m| m.as_str().parse::<u32>().ok());
     let date = match (c.name("y"), n("mo"), n("d")) {
         (Some(y), Some(mo), Some(d)) => Some((y.as_str().parse().ok()?, mo, d)),
@@ -65,6 +128,7 @@ fn by_regex(line: &str) -> Option<Record<'_>> {
         millis: n("ms"),
         ranks: c.name("ranks").map_or("", |m| m.as_str().trim()),
         message: c.name("message").map_or("", |m| m.as_str()),
+        found,
     })
 }
 
@@ -115,7 +179,14 @@ fn parse_at_start(line: &str) -> Option<Record<'_>> {
         }
     }
     (bytes.get(at + 1) == Some(&b' ')).then_some(())?;
-    Some(Record { date, hms, millis, ranks: line[ranks_start..at].trim(), message: &line[at + 2..] })
+    Some(Record {
+        date,
+        hms,
+        millis,
+        ranks: line[ranks_start..at].trim(),
+        message: &line[at + 2..],
+        found: Found::Start,
+    })
 }
 
 #[cfg(test)]
@@ -171,7 +242,8 @@ mod tests {
             ),
         ];
         for &(line, date, hms, millis, ranks, message) in cases {
-            assert_eq!(parse(line), Some(Record { date, hms, millis, ranks, message }), "{line}");
+            let found = parse(line).map_or(Found::Start, |r| r.found);
+            assert_eq!(parse(line), Some(Record { date, hms, millis, ranks, message, found }), "{line}");
             assert_eq!(parse_unknown(line), parse(line), "{line}");
         }
         let others = [

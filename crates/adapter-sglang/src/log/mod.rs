@@ -28,7 +28,7 @@ use lru::LruCache;
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::{civil_to_nanos, next_date, seconds_to_nanos, utc_date};
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Drift, Head, LineReader, ParseContext, ParseError, ParseReport,
     SharedText, Sink, UtcOffset, utf8_line,
 };
 use infertrace_schema::{ClockDomain, DatasetError, EngineSample, RequestRow, Status, YearAssumption, YearSource};
@@ -103,18 +103,38 @@ impl Adapter for SglangLog {
         let mut shared = SharedText::default();
         let (source, source_file) = (shared.get(Self::ID), shared.get(ctx.source_file));
         let mut rows: Vec<EngineSample> = Vec::new();
+        let mut drift = Drift::default();
+        // Records by where their envelope was found ([`envelope::Found`]), and records without one.
+        let (mut found, mut bare) = ([0u64; 3], 0u64);
+        let mut lines_used = 0u64;
         map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
             // `prepare` read this line on the pool; a line it could not read is read again here, to report why.
             let Some(Prepared { stamp, message }) = prepared.or_else(|| prepare_reported(line_no, bytes, sink)) else {
                 return Ok(());
             };
             let (time, instance) = match &stamp {
-                Some(stamp) => (clock.instant(stamp, line_no, sink), Some(stamp.ranks(bytes))),
-                None => (None, None),
+                Some(stamp) => {
+                    found[stamp.found as usize] += 1;
+                    (clock.instant(stamp, line_no, sink), Some(stamp.ranks(bytes)))
+                }
+                None => {
+                    bare += 1;
+                    (None, None)
+                }
             };
+            lines_used += u64::from(match &message {
+                Message::Request(_) | Message::TimeStats(Ok(_)) => true,
+                Message::Batch(batch) => time.is_some() && !batch.values.is_empty(),
+                _ => false,
+            });
             match message {
                 Message::Request(request) => {
-                    let request = *request;
+                    let mut request = *request;
+                    if let RequestLine::Finished(RequestFacts { meta: Some(meta), .. }) = &mut request {
+                        for name in std::mem::take(&mut meta.unknown) {
+                            drift.unknown_field(&name);
+                        }
+                    }
                     // Bare JSON request logs carry their own local `timestamp` (datetime.now().isoformat()).
                     let logged_at = |facts: &RequestFacts| {
                         let text = facts.logged_at.as_deref()?;
@@ -146,14 +166,19 @@ impl Adapter for SglangLog {
                 }
                 Message::Batch(batch) => {
                     let OddKeys { unknown, unreadable } = batch.odd.map(|odd| *odd).unwrap_or_default();
-                    for key in unknown {
+                    // A field of a newer release is counted by name (a key that is no name, like text that is no
+                    // field at all, is a line cut short or broken by terminal wrapping).
+                    let names: Vec<&str> =
+                        unknown.iter().filter_map(|key| infertrace_adapter::drift::field_name(key)).collect();
+                    for name in &names {
+                        drift.unknown_field(name);
+                    }
+                    if names.len() < unknown.len() {
                         sink.diagnostic(Diagnostic::new(
                             line_no,
                             DiagnosticKind::MalformedRecord,
-                            format!(
-                                "unknown batch field `{key}` (a newer release's field, or a line broken by terminal \
-                                 wrapping)"
-                            ),
+                            "a batch line with text that is no `key: value` field (cut short, or broken by terminal \
+                             wrapping); its fields were read",
                         ));
                     }
                     for key in unreadable {
@@ -207,6 +232,22 @@ impl Adapter for SglangLog {
             Ok::<_, ParseError>(())
         })?;
         open.flush_all(ctx, sink)?;
+        for (kind, n) in
+            [envelope::Found::Start, envelope::Found::Inside, envelope::Found::Custom].into_iter().zip(found)
+        {
+            drift.envelope(kind.name(), n);
+        }
+        drift.envelope("none", bare);
+        if found[envelope::Found::Custom as usize] > 0 {
+            // A deployment's formatter puts the date before the message: those records are timed by it.
+            drift.times_from.insert("prefix", found[envelope::Found::Custom as usize]);
+            let own = found[0] + found[1];
+            if own > 0 {
+                drift.times_from.insert("record", own);
+            }
+        }
+        drift.lines_used = Some(lines_used);
+        sink.drift(drift);
         let mut details = BTreeMap::new();
         if !http.is_empty() {
             details.insert("http_responses".to_owned(), serde_json::json!(http));
@@ -247,7 +288,12 @@ fn message_of(line: &str) -> Option<(Option<envelope::Record<'_>>, &str)> {
             Some((Some(record), message))
         }
         // Pre-0.3 schedulers wrote their lines without any envelope, and JSON request logs (0.5.7) have none.
-        None if line.starts_with("new fill batch. ") || line.starts_with("#running-req: ") || line.starts_with('{') => {
+        // uvicorn writes its access lines with a formatter of its own, no envelope.
+        None if line.starts_with("new fill batch. ")
+            || line.starts_with("#running-req: ")
+            || line.starts_with('{')
+            || line.starts_with("INFO:     ") =>
+        {
             Some((None, line))
         }
         None => None,
@@ -277,6 +323,7 @@ struct OwnedBatch {
 /// Keys of a batch line that gave no sample.
 #[derive(Default)]
 struct OddKeys {
+    /// An empty key stands for text that is no `key: value` field.
     unknown: Vec<String>,
     unreadable: Vec<String>,
 }
@@ -309,6 +356,7 @@ fn classify(message: &str) -> Message {
 
 /// What the fold needs of a record's envelope: its time and its rank tags.
 struct Stamp {
+    found: envelope::Found,
     date: Option<(i32, u32, u32)>,
     hms: (u32, u32, u32),
     millis: Option<u32>,
@@ -344,7 +392,7 @@ impl Stamp {
                 Ranks::InLine(start..(start + tags.len()).min(line.len()))
             }
         };
-        Self { date: record.date, hms: record.hms, millis: record.millis, ranks }
+        Self { found: record.found, date: record.date, hms: record.hms, millis: record.millis, ranks }
     }
 
     /// The rank tags, from the copy or from the line they were read in (UTF-8 text cut at character boundaries,

@@ -55,6 +55,8 @@ pub(crate) struct Meta {
     /// `stop`, `length`, `abort`, … (the dict's `type`, or the 0.3.0 `FINISH_*` name lowered).
     pub(crate) finish_reason: Option<String>,
     pub(crate) status_code: Option<u16>,
+    /// Keys of `meta_info` no release is known to write, for the drift report.
+    pub(crate) unknown: Vec<String>,
 }
 
 /// A request line of either kind.
@@ -92,12 +94,109 @@ fn obj_facts(obj: &str) -> RequestFacts {
     RequestFacts { rid, received_time, max_new_tokens, input_ids, meta: None, logged_at: None }
 }
 
+/// Every key SGLang 0.3.0 to 0.5.23 writes into a finished request's `meta_info` (read from each release's
+/// `tokenizer_manager.py` and the files it takes keys from); any other key is counted by name in the drift report.
+/// 0.5.8+ also copies a model's `customized_info` keys there, which are counted too.
+const META_KEYS: &[&str] = &[
+    "id",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "completion_tokens_wo_jump_forward",
+    "cached_tokens",
+    "input_token_logprobs",
+    "output_token_logprobs",
+    "input_top_logprobs",
+    "output_top_logprobs",
+    "normalized_prompt_logprob",
+    "spec_verify_ct",
+    "hidden_states",
+    "e2e_latency",
+    "input_token_ids_logprobs",
+    "output_token_ids_logprobs",
+    "weight_version",
+    "spec_accept_rate",
+    "spec_accept_length",
+    "total_retractions",
+    "queue_time",
+    "prefill_delay",
+    "prefill_latency",
+    "request_received_ts",
+    "request_scheduled_ts",
+    "prefill_finished_ts",
+    "response_sent_ts",
+    "decode_finished_ts",
+    "forward_time",
+    "decode_throughput",
+    "time_per_token",
+    "prefill_launch_delay",
+    "prefill_launch_latency",
+    "request_sent_to_scheduler_ts",
+    "response_sent_to_client_ts",
+    "inference_time",
+    "spec_accept_token_num",
+    "spec_draft_token_num",
+    "routed_experts",
+    "cached_tokens_details",
+    "spec_accept_histogram",
+    "reasoning_tokens",
+    "dp_rank",
+    "output_token_logprobs_length",
+    "api_server_dispatch_finish_ts",
+    "request_finished_ts",
+    "forward_entry_time",
+    "prefill_finished_time",
+    "prefill_waiting_latency",
+    "spec_accepted_drafts",
+    "spec_proposed_drafts",
+    "num_retractions",
+    "indexer_topk",
+    "spec_num_correct_drafts",
+    "spec_num_proposed_drafts",
+    "spec_correct_drafts_histogram",
+    "num_running_reqs",
+    "num_waiting_reqs",
+    "image_tokens",
+    "audio_tokens",
+    "video_tokens",
+    "output_token_sampling_mask",
+    "output_token_sampling_logprobs",
+    "output_token_sampling_mask_length",
+    "spec_cap_length",
+    "spec_block_accept_length",
+    "spec_cap_lens_histogram",
+    "input_top_logprobs_val_flat",
+    "input_top_logprobs_idx_flat",
+    "input_top_logprobs_shape",
+    "input_top_logprobs_null_prefix",
+    "input_top_logprobs_val_flat_b64",
+    "input_top_logprobs_idx_flat_b64",
+    "input_top_logprobs_val_flat_b64_dtype",
+    "input_top_logprobs_idx_flat_b64_dtype",
+    "weight_versions",
+    "beam_results",
+    "sequence_score",
+    "first_token_latency",
+    "output_top_logprobs_val_flat",
+    "output_top_logprobs_idx_flat",
+    "output_top_logprobs_shape",
+    "output_top_logprobs_null_prefix",
+    "output_top_logprobs_val_flat_b64",
+    "output_top_logprobs_idx_flat_b64",
+    "output_top_logprobs_val_flat_b64_dtype",
+    "output_top_logprobs_idx_flat_b64_dtype",
+    "storage_prefetch_wait",
+    "storage_staging_wait",
+];
+
 /// The accessors `meta_info` needs, over a Python repr or a JSON value, so one mapping serves both forms.
 trait Fields {
     fn field(&self, key: &str) -> Option<&Self>;
     fn number(&self) -> Option<f64>;
     fn text(&self) -> Option<&str>;
     fn is_map(&self) -> bool;
+    /// The keys of a map, in the order written (text keys only).
+    fn keys(&self) -> Vec<&str>;
 }
 
 impl Fields for PyValue<'_> {
@@ -117,6 +216,12 @@ impl Fields for PyValue<'_> {
     fn is_map(&self) -> bool {
         matches!(self, PyValue::Dict(_))
     }
+    fn keys(&self) -> Vec<&str> {
+        match self {
+            PyValue::Dict(entries) => entries.iter().filter_map(|(key, _)| key.text()).collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 impl Fields for Value {
@@ -131,6 +236,9 @@ impl Fields for Value {
     }
     fn is_map(&self) -> bool {
         self.is_object()
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.as_object().map(|map| map.keys().map(String::as_str).collect()).unwrap_or_default()
     }
 }
 
@@ -170,6 +278,13 @@ fn meta_from<F: Fields>(meta: &F) -> Meta {
         finished_ts: number("response_sent_to_client_ts").or_else(|| number("request_finished_ts")),
         finish_reason,
         status_code,
+        unknown: meta
+            .keys()
+            .into_iter()
+            .filter(|key| !META_KEYS.contains(key))
+            .filter_map(infertrace_adapter::drift::field_name)
+            .map(str::to_owned)
+            .collect(),
     }
 }
 

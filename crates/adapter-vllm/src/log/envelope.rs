@@ -28,7 +28,48 @@ pub(crate) enum PrefixTime<'a> {
     Rfc3339(&'a str),
     /// `[YYYY-MM-DD HH:MM:SS]` in some other zone: only its year is used.
     Wrapper { year: i32 },
+    /// A full local time (`YYYY-MM-DD HH:MM:SS[.fff]`, no zone) before a record that has no header of its own (a
+    /// platform re-emitting vLLM's messages): the record's time, read with `--utc-offset`.
+    Local(&'a str),
 }
+
+/// The envelopes a record can be found in, as bits of [`Record::wrappers`]; [`WRAPPER_NAMES`] names them.
+pub(crate) mod wrapper {
+    /// `(name pid=N) ` of a vLLM process.
+    pub(crate) const PROCESS: u16 = 1;
+    /// docker `--timestamps`.
+    pub(crate) const DOCKER: u16 = 1 << 1;
+    /// journald / syslog.
+    pub(crate) const JOURNALD: u16 = 1 << 2;
+    /// docker-compose `service  | `.
+    pub(crate) const COMPOSE: u16 = 1 << 3;
+    /// `[YYYY-MM-DD HH:MM:SS] `.
+    pub(crate) const DATE: u16 = 1 << 4;
+    /// Any other text before the header: a custom formatter, `VLLM_LOGGING_PREFIX`, a Ray actor's prefix.
+    pub(crate) const CUSTOM: u16 = 1 << 5;
+    /// A message with no vLLM header, after another program's full timestamp (KServe's `kserve.trace`).
+    pub(crate) const RE_EMITTED: u16 = 1 << 6;
+    /// ANSI colour codes.
+    pub(crate) const COLOUR: u16 = 1 << 7;
+    /// Colour codes whose escape byte was lost (`[0;36m`).
+    pub(crate) const LOST_ESCAPES: u16 = 1 << 8;
+    /// Docker Desktop's `YYYY-MM-DD HH:MM:SS.mmm | `.
+    pub(crate) const DESKTOP: u16 = 1 << 9;
+}
+
+/// The name of each bit of [`wrapper`], for the manifest's `envelopes`.
+pub(crate) const WRAPPER_NAMES: [&str; 10] = [
+    "process-prefix",
+    "docker-timestamps",
+    "journald",
+    "compose",
+    "date-wrapper",
+    "custom-prefix",
+    "re-emitted",
+    "colour-codes",
+    "lost-escapes",
+    "docker-desktop",
+];
 
 /// One vLLM logging record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +90,9 @@ pub(crate) struct Record<'a> {
     pub(crate) process: Option<&'a str>,
     /// A timestamp from a wrapping prefix, if any.
     pub(crate) prefix_time: Option<PrefixTime<'a>>,
+    /// The envelopes found around the record, as [`wrapper`] bits (colour codes are added by the caller, which
+    /// strips them before).
+    pub(crate) wrappers: u16,
     /// The message.
     pub(crate) message: &'a str,
 }
@@ -60,6 +104,9 @@ pub(crate) enum Envelope<'a> {
     Record(Record<'a>),
     /// A uvicorn access line (`INFO:     127.0.0.1:1234 - "POST /v1/completions HTTP/1.1" 200 OK`).
     Access { process: Option<&'a str>, method: &'a str, path: &'a str, status: u16 },
+    /// uvicorn's own messages under a vLLM process prefix (`(APIServer pid=1) INFO:     Started server process`):
+    /// records of the API server that carry nothing for the trace.
+    Server,
     /// Anything else: tracebacks, uvicorn's own messages, progress bars, other libraries' records.
     Foreign,
 }
@@ -72,8 +119,9 @@ static PREFIXES: LazyLock<Regex> = LazyLock::new(|| {
         r#"(?x)
         ^
         (?:(?P<docker>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d))\ )?   # docker --timestamps
-        (?:[A-Z][a-z]{2}\ [\ \d]\d\ \d\d:\d\d:\d\d\ \S+\ [^\s:\[]+(?:\[\d+\])?:\ )?          # journald / syslog
-        (?:[\w.-]+\s+\|\ )?                                                                  # docker-compose service
+        (?P<journald>[A-Z][a-z]{2}\ [\ \d]\d\ \d\d:\d\d:\d\d\ \S+\ [^\s:\[]+(?:\[\d+\])?:\ )?  # journald / syslog
+        (?:(?P<desktop>\d{4})-\d\d-\d\d\ \d\d:\d\d:\d\d(?:\.\d+)?\ \|\ )?                      # Docker Desktop
+        (?P<compose>[\w.-]+\s+\|\ )?                                                         # docker-compose service
         (?:\[(?P<wrap>\d{4})-\d\d-\d\d\ \d\d:\d\d:\d\d\]\ )?                                 # [YYYY-MM-DD HH:MM:SS]
         "#,
     )
@@ -104,10 +152,29 @@ static ACCESS: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid regex")
 });
 
+/// Colour codes whose escape byte was lost in a copy from a terminal: `[0;36m`, `[0m`.
+static LOST_ESCAPES: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\[[0-9]{1,3}(?:;[0-9]{1,3})*m").expect("valid regex"));
+
 /// `line` without ANSI colour codes, borrowed when it has none.
 pub(crate) fn strip_ansi(line: &str) -> Cow<'_, str> {
+    strip_colour(line).0
+}
+
+/// [`strip_ansi`], and which [`wrapper`] bits (colour codes, lost escapes) it stripped.
+pub(crate) fn strip_colour(line: &str) -> (Cow<'_, str>, u16) {
     // `memchr`, not `str::contains`: a request line is 100 KB, and the standard library's search is not vectorized.
-    if memchr::memchr(0x1b, line.as_bytes()).is_some() { ANSI.replace_all(line, "") } else { Cow::Borrowed(line) }
+    if memchr::memchr(0x1b, line.as_bytes()).is_some() {
+        return (ANSI.replace_all(line, ""), wrapper::COLOUR);
+    }
+    // Lost escapes are looked for where colour goes, before the message: a `[` and a digit in the first bytes.
+    let head = &line.as_bytes()[..line.len().min(64)];
+    if memchr::memchr_iter(b'[', head).any(|at| head.get(at + 1).is_some_and(u8::is_ascii_digit))
+        && LOST_ESCAPES.is_match(&line[..line.floor_char_boundary(64)])
+    {
+        return (LOST_ESCAPES.replace_all(line, ""), wrapper::LOST_ESCAPES);
+    }
+    (Cow::Borrowed(line), 0)
 }
 
 /// Splits `line` (colour codes already stripped) into its envelope.
@@ -202,6 +269,7 @@ fn common_record(line: &str) -> Option<Record<'_>> {
         bracketed: true,
         process,
         prefix_time: None,
+        wrappers: if process.is_some() { wrapper::PROCESS } else { 0 },
         message: &line[end..],
     })
 }
@@ -213,19 +281,72 @@ fn common_record(line: &str) -> Option<Record<'_>> {
 /// of any file, few of them vLLM's; a vLLM log's foreign lines are tracebacks and other programs' output).
 fn parse_general(line: &str) -> Envelope<'_> {
     if !LEVEL_WORD.is_match(line) {
-        return Envelope::Foreign;
+        return re_emitted(line).map_or(Envelope::Foreign, Envelope::Record);
     }
     by_patterns(line)
+}
+
+/// A vLLM message another program logged again under its own header, which starts with a full timestamp
+/// (`2025-05-14 17:45:10.901 1647689 kserve.trace Received request …`): the message is found by how vLLM's own
+/// messages start, and its time is the header's.
+static RE_EMITTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^
+        (?P<ts>(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[\ T](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,]\d{1,9})?(?P<zone>Z|[+-]\d\d:?\d\d)?)
+        [\ \t][^\n]{0,160}?[\ \t\]:|-]\ ?
+        (?P<message>(?:Received\ request\ |Added\ request\ |Finished\ request\ |Aborted\ request|(?:Engine\ \d+:\ |\d+\ Engines\ Aggregated:\ )?Avg\ prompt\ throughput:).*)$",
+    )
+    .expect("valid regex")
+});
+
+/// [`RE_EMITTED`]'s record, if `line` is one.
+fn re_emitted(line: &str) -> Option<Record<'_>> {
+    // Most lines that reach here are tracebacks and other programs' output: a literal search rules them out.
+    let bytes = line.as_bytes();
+    if !bytes.first().is_some_and(u8::is_ascii_digit)
+        || (memchr::memmem::find(bytes, b" request").is_none() && memchr::memmem::find(bytes, b"throughput:").is_none())
+    {
+        return None;
+    }
+    let c = RE_EMITTED.captures(line)?;
+    let n = |name: &str| c.name(name).and_then(|m| m.as_str().parse::<u32>().ok());
+    let ts = c.name("ts")?.as_str();
+    let prefix_time = if c.name("zone").is_some() { PrefixTime::Rfc3339(ts) } else { PrefixTime::Local(ts) };
+    Some(Record {
+        level: "INFO",
+        month: n("mo")?,
+        day: n("d")?,
+        hms: (n("h")?, n("mi")?, n("s")?),
+        file: "",
+        lineno: 0,
+        bracketed: false,
+        process: None,
+        prefix_time: Some(prefix_time),
+        wrappers: wrapper::RE_EMITTED,
+        message: c.name("message")?.as_str(),
+    })
 }
 
 /// [`parse_general`] without its first test.
 fn by_patterns(line: &str) -> Envelope<'_> {
     let prefixes = PREFIXES.captures(line).expect("every group is optional");
-    let prefix_time = match (prefixes.name("docker"), prefixes.name("wrap")) {
+    let prefix_time = match (prefixes.name("docker"), prefixes.name("wrap").or(prefixes.name("desktop"))) {
         (Some(ts), _) => Some(PrefixTime::Rfc3339(ts.as_str())),
         (None, Some(year)) => year.as_str().parse().ok().map(|year| PrefixTime::Wrapper { year }),
         (None, None) => None,
     };
+    let mut wrappers = 0;
+    for (group, bit) in [
+        ("docker", wrapper::DOCKER),
+        ("journald", wrapper::JOURNALD),
+        ("desktop", wrapper::DESKTOP),
+        ("compose", wrapper::COMPOSE),
+        ("wrap", wrapper::DATE),
+    ] {
+        if prefixes.name(group).is_some() {
+            wrappers |= bit;
+        }
+    }
     let rest = &line[prefixes.get(0).map_or(0, |m| m.end())..];
 
     if let Some(header) = HEADER.captures(rest) {
@@ -237,10 +358,20 @@ fn by_patterns(line: &str) -> Envelope<'_> {
             (None, None) => unreachable!("the header regex requires one of the two file groups"),
         };
         // A process prefix written by the stream prefixer (0.4.2-0.30) sits before a VLLM_LOGGING_PREFIX.
+        let stream_prefix = PROCESS.captures(rest);
         let process = header
             .name("name")
             .map(|m| m.as_str())
-            .or_else(|| PROCESS.captures(rest).and_then(|c| c.name("name")).map(|m| m.as_str()));
+            .or_else(|| stream_prefix.as_ref().and_then(|c| c.name("name")).map(|m| m.as_str()));
+        if process.is_some() {
+            wrappers |= wrapper::PROCESS;
+        }
+        // Text before the header that no known prefix explains (the stream prefixer's own excepted).
+        let own = stream_prefix.as_ref().and_then(|c| c.get(0)).map_or(0, |m| m.end());
+        let before = header.name("name").map_or(whole.start(), |m| m.start() - 1);
+        if before > own && before > 0 {
+            wrappers |= wrapper::CUSTOM;
+        }
         return Envelope::Record(Record {
             level: header.name("level").expect("level is required").as_str(),
             month: number("month").unwrap_or(0),
@@ -251,8 +382,12 @@ fn by_patterns(line: &str) -> Envelope<'_> {
             bracketed,
             process,
             prefix_time,
+            wrappers,
             message: &rest[whole.end()..],
         });
+    }
+    if let Some(record) = re_emitted(line) {
+        return Envelope::Record(record);
     }
 
     let (process, rest) = match PROCESS.captures(rest) {
@@ -267,6 +402,10 @@ fn by_patterns(line: &str) -> Envelope<'_> {
             path: access.name("path").expect("required").as_str(),
             status,
         };
+    }
+    let uvicorn = ["INFO:  ", "WARNING:  ", "ERROR:  ", "DEBUG:  ", "CRITICAL:  "];
+    if process.is_some() && uvicorn.iter().any(|level| rest.starts_with(level)) {
+        return Envelope::Server;
     }
     Envelope::Foreign
 }
@@ -515,12 +654,25 @@ mod tests {
             "# https://github.com/vllm-project/vllm/issues/2484",
             "Traceback (most recent call last):",
             "(EngineCore_DP0 pid=697344)     self.run()",
+            "(APIServer pid=3322894) Traceback (most recent call last):",
             "INFO:     Started server process [1]",
             "[2025-08-11 09:41:13,200] LMCache INFO: Storing KV cache",
             "",
         ] {
             assert_eq!(parse(foreign), Envelope::Foreign, "{foreign}");
         }
+    }
+
+    #[test]
+    fn uvicorn_messages_of_a_vllm_process_are_its_records() {
+        for line in [
+            "(APIServer pid=3322894) INFO:     Started server process [3322894]",
+            "(APIServer pid=3322894) INFO:     Waiting for application startup.",
+            "(APIServer pid=1) WARNING:  Invalid HTTP request received.",
+        ] {
+            assert_eq!(parse(line), Envelope::Server, "{line}");
+        }
+        assert_eq!(parse("INFO:     Started server process [1]"), Envelope::Foreign, "no process prefix: anyone's");
     }
 
     #[test]

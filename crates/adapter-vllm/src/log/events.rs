@@ -38,6 +38,11 @@ pub(crate) struct Clock {
     warned: bool,
     with_zone: u64,
     without_zone: u64,
+    /// Records timed by a prefix's stamp, and by their own (for the manifest's `times_from`).
+    from_prefix: u64,
+    from_record: u64,
+    /// Whether any record had a prefix with a date.
+    dated_prefix: bool,
 }
 
 impl Clock {
@@ -56,20 +61,37 @@ impl Clock {
             warned: false,
             with_zone: 0,
             without_zone: 0,
+            from_prefix: 0,
+            from_record: 0,
+            dated_prefix: false,
         }
     }
 
     /// The instant of `record`, or `None` (with a diagnostic) when its date does not exist.
     pub(crate) fn instant(&mut self, record: &Record<'_>, line: u64, sink: &mut dyn Sink) -> Option<i64> {
-        if let Some(PrefixTime::Rfc3339(text)) = record.prefix_time
-            && let Ok(instant) = parse_datetime(text, UtcOffset::UTC)
-        {
-            // docker --timestamps: UTC with sub-second precision, better than the record's own time.
-            self.with_zone += 1;
+        // docker --timestamps (UTC with sub-second precision, better than the record's own time), or the local time
+        // of a program that re-emitted a record without a stamp of its own.
+        let from_prefix = match record.prefix_time {
+            Some(PrefixTime::Rfc3339(text)) => parse_datetime(text, UtcOffset::UTC).ok().map(|i| (text, i)),
+            Some(PrefixTime::Local(text)) => {
+                parse_datetime(&text.replacen(',', ".", 1), self.offset).ok().map(|i| (text, i))
+            }
+            _ => None,
+        };
+        if let Some((text, instant)) = from_prefix {
+            if instant.had_zone {
+                self.with_zone += 1;
+            } else {
+                self.without_zone += 1;
+            }
+            self.from_prefix += 1;
+            self.dated_prefix = true;
             let year = text.get(..4).and_then(|y| y.parse().ok()).unwrap_or(self.year);
             self.note_year(YearAssumption { year, source: YearSource::Prefix }, record.month);
             return Some(instant.nanos);
         }
+        self.from_record += 1;
+        self.dated_prefix |= matches!(record.prefix_time, Some(PrefixTime::Wrapper { .. }));
         let assumption = match record.prefix_time {
             // `--year` outranks a wrapper's year; only the file's modification time is outranked by it.
             Some(PrefixTime::Wrapper { year }) if self.fallback.source != YearSource::Option => {
@@ -152,6 +174,19 @@ impl Clock {
         self.first
     }
 
+    /// Records timed by a prefix's stamp and by their own, when a prefix carried a date (else nothing to say).
+    pub(crate) fn times_from(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        let mut from = std::collections::BTreeMap::new();
+        if self.dated_prefix {
+            for (name, n) in [("prefix", self.from_prefix), ("record", self.from_record)] {
+                if n > 0 {
+                    from.insert(name, n);
+                }
+            }
+        }
+        from
+    }
+
     /// How the input's times were made absolute.
     pub(crate) fn clock_domain(&self) -> ClockDomain {
         if self.with_zone > 0 && self.without_zone == 0 { ClockDomain::Utc } else { ClockDomain::AssumedOffset }
@@ -177,7 +212,7 @@ pub(crate) struct Instances {
 }
 
 impl Instances {
-    fn of(&mut self, stats: &Stats, process: Option<&str>) -> Option<String> {
+    fn of(&mut self, stats: &Stats<'_>, process: Option<&str>) -> Option<String> {
         let named = match (stats.engine, stats.aggregated) {
             (Some(engine), _) => Some(format!("engine-{engine}")),
             (None, Some(n)) => Some(format!("aggregated-{n}-engines")),
@@ -196,7 +231,7 @@ impl Instances {
 
 /// Writes one sample per value present in `stats`, in a fixed order.
 pub(crate) fn emit_stats(
-    stats: &Stats,
+    stats: &Stats<'_>,
     at: &SampleSource<'_>,
     instances: &mut Instances,
     sink: &mut dyn Sink,
@@ -296,6 +331,8 @@ impl Default for OpenRequests {
 pub(crate) struct Fields {
     pub(crate) max_tokens: Option<u32>,
     pub(crate) prompt: Option<Prompt>,
+    /// Names of the line's fields the parser does not know, for the drift report.
+    pub(crate) unknown: Vec<String>,
 }
 
 /// A logged prompt, as counts and hashes only.
@@ -315,6 +352,7 @@ impl From<&Received> for Fields {
                 tokens: u32::try_from(ids.len()).ok(),
                 hashes: chained_block_hashes(ids, BLOCK_SIZE as usize),
             }),
+            unknown: received.unknown.clone(),
         }
     }
 }
@@ -483,7 +521,8 @@ mod tests {
         let options = ParseOptions::default();
         let ctx = ParseContext { source_file: "x.log", options: &options, modified: None, sidecars: None };
         for n in 0..requests {
-            let fields = Received { max_tokens: None, prompt_token_ids: Some((0..tokens).collect()) };
+            let fields =
+                Received { max_tokens: None, prompt_token_ids: Some((0..tokens).collect()), unknown: Vec::new() };
             let time = i64::try_from(n).unwrap() * NANOS_PER_SEC;
             let fields = Some(Fields::from(&fields));
             open.apply(Event::Received, &format!("r{n}"), fields, Some(time), n + 1, &ctx, sink).unwrap();

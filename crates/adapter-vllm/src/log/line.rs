@@ -49,7 +49,7 @@ use regex::Regex;
 
 /// Periodic engine statistics, already converted: percentages are fractions.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Stats {
+pub(crate) struct Stats<'a> {
     /// `Engine 000:` → `Some(0)`.
     pub(crate) engine: Option<u32>,
     /// `2 Engines Aggregated:` → `Some(2)`.
@@ -75,6 +75,8 @@ pub(crate) struct Stats {
     pub(crate) spec_drafted: Option<f64>,
     pub(crate) spec_accepted_tps: Option<f64>,
     pub(crate) spec_drafted_tps: Option<f64>,
+    /// Names of the fields on the line this table does not know, in the order written.
+    pub(crate) unknown: Vec<&'a str>,
 }
 
 /// What a `Received request` (or `Request … details`) line says, prompt text excluded.
@@ -84,7 +86,23 @@ pub(crate) struct Received {
     pub(crate) max_tokens: Option<u32>,
     /// The prompt token ids, when logged as a list.
     pub(crate) prompt_token_ids: Option<Vec<u64>>,
+    /// Names of the fields this parser does not know (a newer release's), in the order written.
+    pub(crate) unknown: Vec<String>,
 }
+
+/// Every field a `Received request` or `Request … details` line of any release writes.
+const RECEIVED_FIELDS: &[&str] = &[
+    "prompt",
+    "prefix_pos",
+    "sampling params",
+    "sampling_params",
+    "params",
+    "prompt token ids",
+    "prompt_token_ids",
+    "prompt_embeds shape",
+    "lora_request",
+    "prompt_adapter_request",
+];
 
 /// One message, typed.
 // A `Line` lives on the stack for one message and is never stored, so the size of `Stats` costs nothing.
@@ -94,7 +112,7 @@ pub(crate) struct Received {
 /// `F` is what the fields of a `Received` or `Details` line became: [`Received`] as parsed, or the adapter's own
 /// form of them (see [`parse_message_with`]).
 pub(crate) enum Line<'a, F = Received> {
-    Stats(Stats),
+    Stats(Stats<'a>),
     Received {
         id: &'a str,
         fields: F,
@@ -119,75 +137,6 @@ pub(crate) enum Line<'a, F = Received> {
         what: &'static str,
     },
 }
-
-fn f(c: &regex::Captures<'_>, name: &str) -> Option<f64> {
-    c.name(name).and_then(|m| m.as_str().parse().ok())
-}
-
-fn pct(c: &regex::Captures<'_>, name: &str) -> Option<f64> {
-    f(c, name).map(|p| p / 100.0)
-}
-
-static V0_STATS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^Avg\ prompt\ throughput:\ (?P<p>[\d.]+)\ tokens/s,\ Avg\ generation\ throughput:\ (?P<g>[\d.]+)\ tokens/s,
-        \ Running:\ (?P<run>\d+)\ reqs,\ Swapped:\ (?P<swap>\d+)\ reqs,\ Pending:\ (?P<pend>\d+)\ reqs,
-        \ GPU\ KV\ cache\ usage:\ (?P<gpu>[\d.]+)%,\ CPU\ KV\ cache\ usage:\ (?P<cpu>[\d.]+)%\.?\s*$",
-    )
-    .expect("valid regex")
-});
-
-static V1_STATS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^(?:(?:Engine\ (?P<engine>\d+)|(?P<agg>\d+)\ Engines\ Aggregated):\ )?
-        Avg\ prompt\ throughput:\ (?P<p>[\d.]+)\ tokens/s,\ Avg\ generation\ throughput:\ (?P<g>[\d.]+)\ tokens/s,
-        \ Running:\ (?P<run>\d+)\ reqs,\ Waiting:\ (?P<wait>\d+)\ reqs
-        (?:,\ Deferred:\ (?P<deferred>\d+)\ reqs)?
-        (?:,\ KV\ fetch:\ (?P<kvw>\d+)\ waiting\ to\ start,\ (?P<kvp>\d+)\ in\ progress,\ (?P<kvc>\d+)\ completed\ waiting)?
-        (?:,\ Preemptions:\ (?P<preempt>\d+))?
-        ,\ (?P<device>[A-Za-z+\ ]+?)\ KV\ cache\ usage:\ (?P<kv>[\d.]+)%
-        (?:,\ Prefix\ cache\ hit\ rate:\ (?P<pc>[\d.]+)%)?
-        (?:,\ Corrupted:\ (?P<corrupt>\d+)\ reqs)?
-        (?:,\ External\ prefix\ cache\ hit\ rate:\ (?P<ext>[\d.]+)%)?
-        (?:,\ MM\ cache\ hit\ rate:\ (?P<mm>[\d.]+)%)?
-        \s*$",
-    )
-    .expect("valid regex")
-});
-
-static V1_RUNNING_WAITING: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^Running: (?P<run>\d+) reqs, Waiting: (?P<wait>\d+) reqs\s*$").expect("valid regex"));
-
-static V0_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^Prefix cache hit rate: GPU: (?P<gpu>[\d.]+)%, CPU: (?P<cpu>[\d.]+)%\s*$").expect("valid regex")
-});
-
-static V1_SPEC_NEW: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^SpecDecoding\ metrics:\ Mean\ acceptance\ length:\ (?P<len>[\d.]+),
-        \ Accepted\ throughput:\ (?P<atps>[\d.]+)\ tokens/s,\ Drafted\ throughput:\ (?P<dtps>[\d.]+)\ tokens/s,
-        \ Accepted:\ (?P<acc>\d+)\ tokens,\ Drafted:\ (?P<dr>\d+)\ tokens,\ Per-position\ acceptance\ rate:\ [\d.,\ ]*?,
-        \ Avg\ Draft\ acceptance\ rate:\ (?P<rate>[\d.]+)%\s*$",
-    )
-    .expect("valid regex")
-});
-
-static V1_SPEC_OLD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^SpecDecoding\ metrics:\ Draft\ acceptance\ rate:\ (?P<rate>[\d.]+)%,\ Mean\ acceptance\ length:\ (?P<len>[\d.]+),
-        \ Accepted:\ (?P<acc>\d+)\ tokens,\ Drafted:\ (?P<dr>\d+)\ tokens,\ Per-position\ acceptance\ rate:\ [\d.,\ ]*$",
-    )
-    .expect("valid regex")
-});
-
-static V0_SPEC: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^Speculative\ metrics:\ Draft\ acceptance\ rate:\ (?P<rate>[\d.]+),\ System\ efficiency:\ [\d.]+,
-        \ Number\ of\ speculative\ tokens:\ \d+,\ Number\ of\ accepted\ tokens:\ (?P<acc>\d+),
-        \ Number\ of\ draft\ tokens(?:\ tokens)?:\ (?P<dr>\d+),\ Number\ of\ emitted\ tokens(?:\ tokens)?:\ \d+\.?\s*$",
-    )
-    .expect("valid regex")
-});
 
 static LIFECYCLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -253,89 +202,279 @@ pub(crate) fn parse_message_with<F>(
             }
         };
     }
-    if let Some(stats) = parse_stats(message) {
-        return Line::Stats(stats);
-    }
-    // A line that reads like statistics but matches no generation is cut short or of a new shape: say so.
-    let stats_like = message.contains("Avg prompt throughput:")
-        || ["SpecDecoding metrics:", "Speculative metrics:", "Prefix cache hit rate: GPU:"]
-            .iter()
-            .any(|s| message.starts_with(s));
-    if stats_like {
-        return Line::Malformed { what: "a statistics line of an unknown or truncated shape" };
+    match parse_stats(message) {
+        StatsParse::Stats(stats) => return Line::Stats(stats),
+        StatsParse::Malformed(what) => return Line::Malformed { what },
+        StatsParse::NotStats => {}
     }
     Line::Other
 }
 
-fn parse_stats(message: &str) -> Option<Stats> {
-    if let Some(c) = V1_STATS.captures(message) {
-        // The device word (`GPU`, `XPU`, a CPU backend's `CPU`) names the main KV pool: it is `kv_cache_usage` either way.
-        return Some(Stats {
-            engine: c.name("engine").and_then(|m| m.as_str().parse().ok()),
-            aggregated: c.name("agg").and_then(|m| m.as_str().parse().ok()),
-            prompt_tps: f(&c, "p"),
-            generation_tps: f(&c, "g"),
-            running: f(&c, "run"),
-            waiting: f(&c, "wait"),
-            deferred: f(&c, "deferred"),
-            kv_fetch: f(&c, "kvw").zip(f(&c, "kvp")).zip(f(&c, "kvc")).map(|((w, p), d)| (w, p, d)),
-            preemptions: f(&c, "preempt"),
-            kv_usage: pct(&c, "kv"),
-            prefix_hit: pct(&c, "pc"),
-            corrupted: f(&c, "corrupt"),
-            external_hit: pct(&c, "ext"),
-            mm_hit: pct(&c, "mm"),
-            ..Stats::default()
-        });
+/// What a statistics field's value is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    /// `%d reqs`.
+    Reqs,
+    /// `%.1f tokens/s`.
+    Tps,
+    /// `%d tokens`.
+    Tokens,
+    /// `%.1f%%`, kept as a fraction.
+    Percent,
+    /// A bare number (`Preemptions: %d`, `Mean acceptance length: %.2f`).
+    Bare,
+    /// A rate written as a percentage (V1) or a fraction (V0 `{:.3f}`): kept as a fraction either way.
+    Rate,
+}
+
+/// Where a known statistics field goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    PromptTps,
+    GenerationTps,
+    Running,
+    Waiting,
+    Swapped,
+    Deferred,
+    Preemptions,
+    Corrupted,
+    PrefixHit,
+    ExternalHit,
+    MmHit,
+    SpecRate,
+    SpecLength,
+    SpecAccepted,
+    SpecDrafted,
+    SpecAcceptedTps,
+    SpecDraftedTps,
+    /// Known and deliberately not kept (`System efficiency`, the per-position rates, emitted tokens).
+    Ignored,
+}
+
+/// Every statistics field any release writes (see the format strings above), by name. `<device> KV cache usage`,
+/// `KV fetch` and V0's `Prefix cache hit rate: GPU: …, CPU: …` are read apart, in [`known_field`].
+const STATS_FIELDS: &[(&str, Slot, Unit)] = &[
+    ("Avg prompt throughput", Slot::PromptTps, Unit::Tps),
+    ("Avg generation throughput", Slot::GenerationTps, Unit::Tps),
+    ("Running", Slot::Running, Unit::Reqs),
+    ("Waiting", Slot::Waiting, Unit::Reqs),
+    ("Pending", Slot::Waiting, Unit::Reqs),
+    ("Swapped", Slot::Swapped, Unit::Reqs),
+    ("Deferred", Slot::Deferred, Unit::Reqs),
+    ("Preemptions", Slot::Preemptions, Unit::Bare),
+    ("Corrupted", Slot::Corrupted, Unit::Reqs),
+    ("Prefix cache hit rate", Slot::PrefixHit, Unit::Percent),
+    ("External prefix cache hit rate", Slot::ExternalHit, Unit::Percent),
+    ("MM cache hit rate", Slot::MmHit, Unit::Percent),
+    ("Draft acceptance rate", Slot::SpecRate, Unit::Rate),
+    ("Avg Draft acceptance rate", Slot::SpecRate, Unit::Rate),
+    ("Mean acceptance length", Slot::SpecLength, Unit::Bare),
+    ("Accepted throughput", Slot::SpecAcceptedTps, Unit::Tps),
+    ("Drafted throughput", Slot::SpecDraftedTps, Unit::Tps),
+    ("Accepted", Slot::SpecAccepted, Unit::Tokens),
+    ("Drafted", Slot::SpecDrafted, Unit::Tokens),
+    ("Number of accepted tokens", Slot::SpecAccepted, Unit::Bare),
+    ("Number of draft tokens", Slot::SpecDrafted, Unit::Bare),
+    ("Number of draft tokens tokens", Slot::SpecDrafted, Unit::Bare),
+    ("Per-position acceptance rate", Slot::Ignored, Unit::Bare),
+    ("System efficiency", Slot::Ignored, Unit::Bare),
+    ("Number of speculative tokens", Slot::Ignored, Unit::Bare),
+    ("Number of emitted tokens", Slot::Ignored, Unit::Bare),
+    ("Number of emitted tokens tokens", Slot::Ignored, Unit::Bare),
+];
+
+/// Fields whose presence, read, makes a run of `Key: value` fields a statistics line even without a lead-in
+/// (`Engine 000:`, `SpecDecoding metrics:`): 0.7.0's `Running: %d reqs, Waiting: %d reqs`.
+const ANCHORS: &[Slot] = &[Slot::PromptTps, Slot::GenerationTps, Slot::Running, Slot::Waiting];
+
+/// `text` as a number written in `unit`, or `None` when it is not one (a value cut short, another unit).
+fn read_value(text: &str, unit: Unit) -> Option<f64> {
+    let text = text.trim().trim_end_matches('.');
+    let number = |t: &str| -> Option<f64> {
+        let t = t.trim_end();
+        (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.')).then(|| t.parse().ok()).flatten()
+    };
+    match unit {
+        Unit::Reqs => number(text.strip_suffix(" reqs")?),
+        Unit::Tps => number(text.strip_suffix(" tokens/s")?),
+        Unit::Tokens => number(text.strip_suffix(" tokens")?),
+        Unit::Percent => number(text.strip_suffix('%')?).map(|p| p / 100.0),
+        Unit::Bare => number(text),
+        Unit::Rate => match text.strip_suffix('%') {
+            Some(p) => number(p).map(|p| p / 100.0),
+            None => number(text),
+        },
     }
-    if let Some(c) = V0_STATS.captures(message) {
-        return Some(Stats {
-            prompt_tps: f(&c, "p"),
-            generation_tps: f(&c, "g"),
-            running: f(&c, "run"),
-            swapped: f(&c, "swap"),
-            waiting: f(&c, "pend"),
-            kv_usage: pct(&c, "gpu"),
-            cpu_kv_usage: pct(&c, "cpu"),
-            ..Stats::default()
-        });
+}
+
+/// One `Key: value` field of a statistics line, with the text of the segments that continue its value (`KV fetch:
+/// 1 waiting to start, 2 in progress, …`, the per-position rates).
+struct Field<'a> {
+    key: &'a str,
+    value: &'a str,
+}
+
+/// The `Key: value` fields of `text`, split at `, ` where what follows starts with a field name and `:`; other
+/// segments continue the value before them. `None` when `text` does not start with a field.
+fn stats_fields(text: &str) -> Option<Vec<Field<'_>>> {
+    let mut fields: Vec<Field<'_>> = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    loop {
+        let end = memchr::memmem::find(&bytes[at..], b", ").map_or(text.len(), |i| at + i);
+        let segment = &text[start..end];
+        let key = segment.split_once(':').and_then(|(key, _)| infertrace_adapter::drift::field_name(key));
+        match key {
+            // A new field; the segments since the last one continue its value.
+            Some(key) if key.len() < segment.len() && segment.trim_start().starts_with(key) => {
+                fields.push(Field { key, value: &segment[segment.find(':').expect("split above") + 1..] });
+            }
+            _ => match fields.last_mut() {
+                Some(last) => {
+                    // The value runs on to this segment's end.
+                    let value_start = last.value.as_ptr() as usize - text.as_ptr() as usize;
+                    last.value = &text[value_start..end];
+                }
+                None => return None,
+            },
+        }
+        if end == text.len() {
+            return Some(fields);
+        }
+        at = end + 2;
+        start = at;
     }
-    if let Some(c) = V1_RUNNING_WAITING.captures(message) {
-        return Some(Stats { running: f(&c, "run"), waiting: f(&c, "wait"), ..Stats::default() });
+}
+
+/// What [`parse_stats`] made of a message.
+// Returned once per message and never stored, as `Line` is.
+#[allow(clippy::large_enum_variant)]
+enum StatsParse<'a> {
+    Stats(Stats<'a>),
+    /// A statistics line (it has a lead-in or `Avg prompt throughput`) whose known fields cannot all be read.
+    Malformed(&'static str),
+    NotStats,
+}
+
+/// Reads a statistics line of any generation by its fields' names, wherever they stand and in any order: a field
+/// this table does not know is skipped and named in `unknown`, so a release that adds one loses nothing it had.
+fn parse_stats(message: &str) -> StatsParse<'_> {
+    let mut stats = Stats::default();
+    let mut rest = message.trim_end();
+    let mut lead_in = false;
+    if let Some(after) = rest.strip_prefix("Engine ")
+        && let Some((digits, after)) = after.split_once(": ")
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        stats.engine = digits.parse().ok();
+        rest = after;
+        lead_in = true;
+    } else if let Some((digits, after)) = rest.split_once(" Engines Aggregated: ")
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        stats.aggregated = digits.parse().ok();
+        rest = after;
+        lead_in = true;
     }
-    if let Some(c) = V0_PREFIX.captures(message) {
-        return Some(Stats { prefix_hit: pct(&c, "gpu"), cpu_prefix_hit: pct(&c, "cpu"), ..Stats::default() });
+    for head in ["SpecDecoding metrics: ", "Speculative metrics: "] {
+        if let Some(after) = rest.strip_prefix(head) {
+            rest = after;
+            lead_in = true;
+        }
     }
-    if let Some(c) = V1_SPEC_NEW.captures(message) {
-        return Some(Stats {
-            spec_accept_length: f(&c, "len"),
-            spec_accepted_tps: f(&c, "atps"),
-            spec_drafted_tps: f(&c, "dtps"),
-            spec_accepted: f(&c, "acc"),
-            spec_drafted: f(&c, "dr"),
-            spec_accept_rate: pct(&c, "rate"),
-            ..Stats::default()
-        });
+    lead_in |= rest.starts_with("Avg prompt throughput:") || rest.starts_with("Prefix cache hit rate: GPU:");
+    let Some(fields) = stats_fields(rest) else {
+        return if lead_in { StatsParse::Malformed(UNKNOWN_SHAPE) } else { StatsParse::NotStats };
+    };
+    let (mut known, mut unreadable, mut anchored) = (0, 0, false);
+    // KV cache usage by device word: one pool (`GPU`, `XPU`, a CPU backend's `CPU`) is the main one; V0 writes
+    // `CPU KV cache usage` beside `GPU KV cache usage` for its swap space.
+    let mut devices: Vec<(&str, f64)> = Vec::new();
+    let mut v0_prefix = false;
+    for field in &fields {
+        let (key, value) = (field.key, field.value);
+        let read = if let Some(device) = key.strip_suffix(" KV cache usage") {
+            read_value(value, Unit::Percent).map(|v| devices.push((device, v)))
+        } else if key == "KV fetch" {
+            read_kv_fetch(value).map(|t| stats.kv_fetch = Some(t))
+        } else if key == "Prefix cache hit rate" && value.trim_start().starts_with("GPU:") {
+            (v0_prefix, anchored) = (true, true);
+            read_value(value.trim_start().trim_start_matches("GPU:"), Unit::Percent).map(|v| stats.prefix_hit = Some(v))
+        } else if key == "CPU" && v0_prefix {
+            read_value(value, Unit::Percent).map(|v| stats.cpu_prefix_hit = Some(v))
+        } else if let Some(&(_, slot, unit)) = STATS_FIELDS.iter().find(|(name, _, _)| *name == key) {
+            anchored |= ANCHORS.contains(&slot);
+            if slot == Slot::Ignored { Some(()) } else { read_value(value, unit).map(|v| stats.set(slot, v)) }
+        } else {
+            stats.unknown.push(key);
+            continue;
+        };
+        match read {
+            Some(()) => known += 1,
+            None => unreadable += 1,
+        }
     }
-    if let Some(c) = V1_SPEC_OLD.captures(message) {
-        return Some(Stats {
-            spec_accept_rate: pct(&c, "rate"),
-            spec_accept_length: f(&c, "len"),
-            spec_accepted: f(&c, "acc"),
-            spec_drafted: f(&c, "dr"),
-            ..Stats::default()
-        });
+    match devices.as_slice() {
+        [] => {}
+        [(_, usage)] => stats.kv_usage = Some(*usage),
+        several => {
+            for &(device, usage) in several {
+                if device == "CPU" {
+                    stats.cpu_kv_usage = Some(usage);
+                } else {
+                    stats.kv_usage = Some(usage);
+                }
+            }
+        }
     }
-    if let Some(c) = V0_SPEC.captures(message) {
-        // Already a fraction in V0 ("{:.3f}").
-        return Some(Stats {
-            spec_accept_rate: f(&c, "rate"),
-            spec_accepted: f(&c, "acc"),
-            spec_drafted: f(&c, "dr"),
-            ..Stats::default()
-        });
+    anchored |= !devices.is_empty();
+    if lead_in || (anchored && unreadable > 0) {
+        if unreadable > 0 || known == 0 {
+            return StatsParse::Malformed(if known == 0 && unreadable == 0 { NO_KNOWN_FIELD } else { UNKNOWN_SHAPE });
+        }
+        return StatsParse::Stats(stats);
     }
-    None
+    if anchored && known >= 2 { StatsParse::Stats(stats) } else { StatsParse::NotStats }
+}
+
+const UNKNOWN_SHAPE: &str = "a statistics line of an unknown or truncated shape";
+const NO_KNOWN_FIELD: &str = "a statistics line with no field this version knows";
+
+/// `%d waiting to start, %d in progress, %d completed waiting` (0.32+).
+fn read_kv_fetch(value: &str) -> Option<(f64, f64, f64)> {
+    let mut parts = value.split(", ");
+    let mut next = |suffix: &str| -> Option<f64> { parts.next()?.trim().strip_suffix(suffix)?.parse().ok() };
+    let t = (next(" waiting to start")?, next(" in progress")?, next(" completed waiting")?);
+    parts.next().is_none().then_some(t)
+}
+
+impl Stats<'_> {
+    fn set(&mut self, slot: Slot, value: f64) {
+        let target = match slot {
+            Slot::PromptTps => &mut self.prompt_tps,
+            Slot::GenerationTps => &mut self.generation_tps,
+            Slot::Running => &mut self.running,
+            Slot::Waiting => &mut self.waiting,
+            Slot::Swapped => &mut self.swapped,
+            Slot::Deferred => &mut self.deferred,
+            Slot::Preemptions => &mut self.preemptions,
+            Slot::Corrupted => &mut self.corrupted,
+            Slot::PrefixHit => &mut self.prefix_hit,
+            Slot::ExternalHit => &mut self.external_hit,
+            Slot::MmHit => &mut self.mm_hit,
+            Slot::SpecRate => &mut self.spec_accept_rate,
+            Slot::SpecLength => &mut self.spec_accept_length,
+            Slot::SpecAccepted => &mut self.spec_accepted,
+            Slot::SpecDrafted => &mut self.spec_drafted,
+            Slot::SpecAcceptedTps => &mut self.spec_accepted_tps,
+            Slot::SpecDraftedTps => &mut self.spec_drafted_tps,
+            Slot::Ignored => return,
+        };
+        *target = Some(value);
+    }
 }
 
 /// Parses the `key: value` fields after `Received request <id>: ` (or `Request <id> details: `). The prompt's token
@@ -402,7 +541,12 @@ fn general_field<'a>(key: &str, text: &'a str, fields: &mut Received) -> Result<
                 fields.prompt_token_ids = Some(ids.ok_or("prompt token ids that are not integers")?);
             }
         }
-        _ => {}
+        known if RECEIVED_FIELDS.contains(&known) => {}
+        unknown => {
+            if let Some(name) = infertrace_adapter::drift::field_name(unknown) {
+                fields.unknown.push(name.to_owned());
+            }
+        }
     }
     Ok(after)
 }
@@ -487,20 +631,27 @@ mod tests {
         for line in &cases {
             let (id, fields) = received(line);
             assert_eq!(id, "a");
-            assert_eq!(fields, Received { max_tokens: Some(256), prompt_token_ids: Some(vec![1, 2, 3]) }, "{line}");
+            assert_eq!(
+                fields,
+                Received { max_tokens: Some(256), prompt_token_ids: Some(vec![1, 2, 3]), unknown: Vec::new() },
+                "{line}"
+            );
         }
         // 0.11.1+: no prompt on the INFO line; the ids come on a DEBUG line.
         let (id, fields) = received(
             "Received request chatcmpl-a269fdcb7c6ce890: params: SamplingParams(n=1, max_tokens=None), lora_request: None.",
         );
-        assert_eq!((id, fields), ("chatcmpl-a269fdcb7c6ce890", Received { max_tokens: None, prompt_token_ids: None }));
+        assert_eq!(
+            (id, fields),
+            ("chatcmpl-a269fdcb7c6ce890", Received { max_tokens: None, prompt_token_ids: None, unknown: Vec::new() })
+        );
         assert_eq!(
             parse_message(
                 "Request chatcmpl-x details: prompt: 'hi', prompt_token_ids: [7, 8], prompt_embeds shape: None."
             ),
             Line::Details {
                 id: "chatcmpl-x",
-                fields: Received { max_tokens: None, prompt_token_ids: Some(vec![7, 8]) }
+                fields: Received { max_tokens: None, prompt_token_ids: Some(vec![7, 8]), unknown: Vec::new() }
             }
         );
         // 0.7-0.11.0 chat requests log no ids.

@@ -24,8 +24,8 @@ use std::io::BufRead;
 
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
-    utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Drift, Head, LineReader, ParseContext, ParseError, ParseReport,
+    Sink, utf8_line,
 };
 
 use envelope::Envelope;
@@ -112,6 +112,11 @@ impl Adapter for VllmLog {
             instances: Instances::default(),
             http: BTreeMap::new(),
             joined_http: 0,
+            drift: Drift::default(),
+            by_bits: vec![0; 1 << envelope::WRAPPER_NAMES.len()],
+            json_records: 0,
+            used: false,
+            lines_used: 0,
         };
         map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
             let Some(text) = utf8_line(line_no, bytes, sink) else { return Ok(()) };
@@ -124,10 +129,11 @@ impl Adapter for VllmLog {
                 Some(p) => (Some(p.fields), p.glued, p.plain),
                 None => (None, None, false),
             };
-            let clean = if plain { Cow::Borrowed(text) } else { envelope::strip_ansi(text) };
+            let (clean, colour) = if plain { (Cow::Borrowed(text), 0) } else { envelope::strip_colour(text) };
             if let Some(json) = json_record::parse(&clean) {
                 match json {
                     Ok(record) => {
+                        state.json_records += 1;
                         let time = state.clock.json_instant(&record, line_no, sink);
                         let process = record.process_name.as_deref();
                         state.message(&record.message, process, time, line_no, &mut prepared, sink)?;
@@ -147,7 +153,7 @@ impl Adapter for VllmLog {
                     }
                 }
                 let Envelope::Record(mut record) = envelope else {
-                    if rest.len() == clean.len() && !matches!(envelope, Envelope::Access { .. }) {
+                    if rest.len() == clean.len() && matches!(envelope, Envelope::Foreign) {
                         sink.diagnostic(Diagnostic::new(line_no, DiagnosticKind::NotARecord, "not a vLLM log record"));
                     }
                     break;
@@ -159,6 +165,7 @@ impl Adapter for VllmLog {
                     record.message = &record.message[..at];
                 }
                 state.version.observe(&record);
+                state.count_envelope(record.wrappers | colour);
                 let time = state.clock.instant(&record, line_no, sink);
                 state.message(record.message, record.process, time, line_no, &mut prepared, sink)?;
                 match next {
@@ -166,9 +173,20 @@ impl Adapter for VllmLog {
                     None => break,
                 }
             }
+            state.lines_used += u64::from(std::mem::take(&mut state.used));
             Ok::<_, ParseError>(())
         })?;
         state.requests.finish(sink)?;
+        let mut drift = std::mem::take(&mut state.drift);
+        drift.envelope("plain", state.by_bits[0]);
+        drift.envelope("json-record", state.json_records);
+        for (i, name) in envelope::WRAPPER_NAMES.iter().enumerate() {
+            let n = state.by_bits.iter().enumerate().filter(|(bits, _)| bits >> i & 1 == 1).map(|(_, n)| n).sum();
+            drift.envelope(name, n);
+        }
+        drift.times_from = state.clock.times_from();
+        drift.lines_used = Some(state.lines_used);
+        sink.drift(drift);
         let mut details = BTreeMap::new();
         if !state.http.is_empty() {
             details.insert("http_responses".to_owned(), serde_json::json!(state.http));
@@ -268,6 +286,14 @@ struct State<'c> {
     http: BTreeMap<String, u64>,
     /// Access lines whose status went to a request row.
     joined_http: u64,
+    /// Unknown fields (and the rest of the drift report, filled at the end).
+    drift: Drift,
+    /// Records by their set of [`envelope::wrapper`] bits, and JSON records.
+    by_bits: Vec<u64>,
+    json_records: u64,
+    /// Whether the line at hand made a row or part of one, and how many lines did.
+    used: bool,
+    lines_used: u64,
 }
 
 /// Endpoints whose POSTs are inference requests.
@@ -275,6 +301,12 @@ const INFERENCE_PATHS: &[&str] =
     &["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/generate", "/v1/generate"];
 
 impl State<'_> {
+    /// Counts a record found in the envelopes `bits` (one increment; spread over the bits at the end).
+    fn count_envelope(&mut self, bits: u16) {
+        let mask = self.by_bits.len() - 1;
+        self.by_bits[usize::from(bits) & mask] += 1;
+    }
+
     /// Handles one record's message, logged by `process` at `time`. `prepared` is what [`prepare`] made of the
     /// line's first record, taken by the first message that needs it.
     #[allow(clippy::too_many_arguments)]
@@ -295,6 +327,10 @@ impl State<'_> {
         match line::parse_message_with(message, fields) {
             Line::Stats(stats) => match time {
                 Some(time) => {
+                    for name in &stats.unknown {
+                        self.drift.unknown_field(name);
+                    }
+                    self.used = true;
                     let at = SampleSource { source: VllmLog::ID, ctx, process, line: line_no, time };
                     events::emit_stats(&stats, &at, &mut self.instances, sink)?;
                 }
@@ -304,12 +340,23 @@ impl State<'_> {
                     "statistics without a usable time were skipped",
                 )),
             },
-            Line::Received { id, fields } | Line::Details { id, fields } => {
+            Line::Received { id, mut fields } | Line::Details { id, mut fields } => {
+                self.used = true;
+                for name in std::mem::take(&mut fields.unknown) {
+                    self.drift.unknown_field(&name);
+                }
                 self.requests.apply(Event::Received, id, Some(fields), time, line_no, ctx, sink)?;
             }
-            Line::Added { id } => self.requests.apply(Event::Added, id, None, time, line_no, ctx, sink)?,
-            Line::Finished { id } => self.requests.apply(Event::Finished, id, None, time, line_no, ctx, sink)?,
+            Line::Added { id } => {
+                self.used = true;
+                self.requests.apply(Event::Added, id, None, time, line_no, ctx, sink)?
+            }
+            Line::Finished { id } => {
+                self.used = true;
+                self.requests.apply(Event::Finished, id, None, time, line_no, ctx, sink)?
+            }
             Line::Aborted { ids } => {
+                self.used = true;
                 for id in ids {
                     self.requests.apply(Event::Aborted, id, None, time, line_no, ctx, sink)?;
                 }

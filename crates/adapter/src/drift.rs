@@ -1,0 +1,102 @@
+//! What an input held that its adapter does not know, and how its records were wrapped: the drift report.
+//!
+//! Engines add a field to their statistics lines every few releases, and deployments wrap the engine's lines in
+//! their own logging. A log adapter reads the fields it knows wherever they stand on a line and counts the rest by
+//! name, and names the envelopes it found around the records; the manifest keeps both per input
+//! (`unknown_fields`, `envelopes`), and `infertrace normalize --explain` prints them. Names only, never values.
+
+use std::collections::BTreeMap;
+
+/// The most distinct unknown field names kept per input; past it, names are counted under [`OTHER_FIELDS`].
+pub const MAX_UNKNOWN_FIELDS: usize = 64;
+
+/// The name the unknown fields past [`MAX_UNKNOWN_FIELDS`] are counted under.
+pub const OTHER_FIELDS: &str = "(other names)";
+
+/// The longest text taken as a field name.
+const MAX_NAME_BYTES: usize = 64;
+
+/// An input's drift report. Counts only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Drift {
+    /// Fields of records the adapter otherwise read, by name, that it does not know (a newer release's fields).
+    pub unknown_fields: BTreeMap<String, u64>,
+    /// Records by the envelope found around them (`plain` when none), by name.
+    pub envelopes: BTreeMap<&'static str, u64>,
+    /// Records whose time came from the engine's own stamp (`record`) or from a prefix wrapped around it
+    /// (`prefix`), when the two disagree in what they carry (a year, a zone).
+    pub times_from: BTreeMap<&'static str, u64>,
+    /// Lines that made a row (or part of one), when the adapter counts them.
+    pub lines_used: Option<u64>,
+}
+
+impl Drift {
+    /// Counts one unknown field. `name` must be a field name ([`field_name`]): its text reaches the manifest.
+    pub fn unknown_field(&mut self, name: &str) {
+        if let Some(count) = self.unknown_fields.get_mut(name) {
+            *count += 1;
+        } else if self.unknown_fields.len() < MAX_UNKNOWN_FIELDS {
+            self.unknown_fields.insert(name.to_owned(), 1);
+        } else {
+            *self.unknown_fields.entry(OTHER_FIELDS.to_owned()).or_default() += 1;
+        }
+    }
+
+    /// Counts `n` records in envelope `name`.
+    pub fn envelope(&mut self, name: &'static str, n: u64) {
+        if n > 0 {
+            *self.envelopes.entry(name).or_default() += n;
+        }
+    }
+
+    /// Whether there is nothing to report.
+    pub fn is_empty(&self) -> bool {
+        self.unknown_fields.is_empty()
+            && self.envelopes.is_empty()
+            && self.times_from.is_empty()
+            && self.lines_used.is_none()
+    }
+}
+
+/// `key` (trimmed) when it has the shape of a field name an engine writes (`MFU`, `Max iteration time`,
+/// `#running-req`, `gen throughput (token/s)`, `Avg time/tok`): at most 64 bytes of ASCII letters, digits, spaces
+/// and `#/()%._+-`, starting with a letter or `#`. Anything else is not a name, and is never counted as one, so
+/// that no value (a prompt cut into a statistics line, say) reaches the manifest as a name.
+pub fn field_name(key: &str) -> Option<&str> {
+    let key = key.trim();
+    let first = *key.as_bytes().first()?;
+    let allowed = |b: &u8| b.is_ascii_alphanumeric() || b" #/()%._+-".contains(b);
+    (key.len() <= MAX_NAME_BYTES
+        && (first.is_ascii_alphabetic() || first == b'#')
+        && key.bytes().all(|b| allowed(&b))
+        && key.bytes().any(|b| b.is_ascii_alphabetic()))
+    .then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_shapes_engines_write_and_nothing_else() {
+        for name in ["MFU", "Max iteration time", "#running-req", "gen throughput (token/s)", "Avg time/tok", "p99.9"] {
+            assert_eq!(field_name(name), Some(name));
+        }
+        assert_eq!(field_name("  MFU "), Some("MFU"));
+        for not in ["", "12", "'prompt", "a\"b", "x=y", "ü", "-x", &"a".repeat(65), "[0;36m"] {
+            assert_eq!(field_name(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_are_bounded() {
+        let mut drift = Drift::default();
+        for i in 0..MAX_UNKNOWN_FIELDS + 10 {
+            drift.unknown_field(&format!("k{i}"));
+        }
+        drift.unknown_field("k0");
+        assert_eq!(drift.unknown_fields.len(), MAX_UNKNOWN_FIELDS + 1);
+        assert_eq!(drift.unknown_fields["k0"], 2);
+        assert_eq!(drift.unknown_fields[OTHER_FIELDS], 10);
+    }
+}
