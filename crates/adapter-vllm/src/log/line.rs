@@ -307,7 +307,7 @@ fn read_value(text: &str, unit: Unit) -> Option<f64> {
     }
 }
 
-/// One `Key: value` field of a statistics line, with the text of the segments that continue its value (`KV fetch:
+/// One `Key: value` field of a statistics line, its value running on over the segments that continue it (`KV fetch:
 /// 1 waiting to start, 2 in progress, …`, the per-position rates).
 struct Field<'a> {
     key: &'a str,
@@ -317,34 +317,27 @@ struct Field<'a> {
 /// The `Key: value` fields of `text`, split at `, ` where what follows starts with a field name and `:`; other
 /// segments continue the value before them. `None` when `text` does not start with a field.
 fn stats_fields(text: &str) -> Option<Vec<Field<'_>>> {
-    let mut fields: Vec<Field<'_>> = Vec::new();
-    let mut start = 0;
-    let bytes = text.as_bytes();
+    // Each field's name, where its value starts and where its segment starts.
+    let mut starts: Vec<(&str, usize, usize)> = Vec::new();
     let mut at = 0;
     loop {
-        let end = memchr::memmem::find(&bytes[at..], b", ").map_or(text.len(), |i| at + i);
-        let segment = &text[start..end];
-        let key = segment.split_once(':').and_then(|(key, _)| infertrace_adapter::drift::field_name(key));
-        match key {
-            // A new field; the segments since the last one continue its value.
-            Some(key) if key.len() < segment.len() && segment.trim_start().starts_with(key) => {
-                fields.push(Field { key, value: &segment[segment.find(':').expect("split above") + 1..] });
-            }
-            _ => match fields.last_mut() {
-                Some(last) => {
-                    // The value runs on to this segment's end.
-                    let value_start = last.value.as_ptr() as usize - text.as_ptr() as usize;
-                    last.value = &text[value_start..end];
-                }
-                None => return None,
-            },
+        let end = memchr::memmem::find(&text.as_bytes()[at..], b", ").map_or(text.len(), |i| at + i);
+        let segment = &text[at..end];
+        if let Some((name, _)) = segment.split_once(':')
+            && let Some(key) = infertrace_adapter::drift::field_name(name)
+        {
+            starts.push((key, at + name.len() + 1, at));
+        } else if starts.is_empty() {
+            return None;
         }
         if end == text.len() {
-            return Some(fields);
+            break;
         }
         at = end + 2;
-        start = at;
     }
+    // A value ends where the next field's segment starts, before its `, `.
+    let ends = starts.iter().skip(1).map(|&(_, _, segment)| segment - 2).chain([text.len()]);
+    Some(starts.iter().zip(ends).map(|(&(key, from, _), to)| Field { key, value: &text[from..to] }).collect())
 }
 
 /// What [`parse_stats`] made of a message.
