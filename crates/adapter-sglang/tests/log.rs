@@ -407,50 +407,58 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// A request's `Receive` and `Finish` lines, as Python reprs (0.4.2+) or JSON records (0.5.7+), with unknown
-    /// keys inserted anywhere in the request object and in `meta_info`: the rid, `max_new_tokens` and every
+    /// A request's lines in every request-log generation (0.3.0–0.4.0 `in=…, out=…` at finish only; 0.4.1
+    /// double-quoted strings and unquoted keys; 0.4.2+ Python reprs; 0.5.7+ JSON records), with unknown keys inserted
+    /// anywhere in the request's sampling parameters and in `meta_info`: the rid, `max_new_tokens` and every
     /// `meta_info` count are still read, and the unknown `meta_info` keys are counted by name.
     #[test]
     fn unknown_request_keys_anywhere_leave_the_request_read(
-        json in proptest::bool::ANY,
+        form in 0..4usize,
         in_obj in proptest::collection::vec((0..6usize, "xnew_[a-z]{1,8}"), 0..3),
         in_meta in proptest::collection::vec((0..8usize, "xnew_[a-z]{1,8}"), 0..3),
     ) {
-        let value = |json: bool| if json { "[1, \"a, b: c\"]" } else { "[1, 'a, b: c']" };
-        let quote = |key: &str| if json { format!("\"{key}\"") } else { format!("'{key}'") };
-        let mut sampling = vec![format!("{}: 0.7", quote("temperature")), format!("{}: 128", quote("max_new_tokens"))];
+        // How each form writes a key and a string.
+        let (json, v041) = (form == 1, form == 2);
+        let key = |k: &str| if json { format!("\"{k}\"") } else if v041 { k.to_owned() } else { format!("'{k}'") };
+        let string = |t: &str| if json || v041 { format!("\"{t}\"") } else { format!("'{t}'") };
+        let value = string("a, b: c");
+        let mut sampling = vec![format!("{}: 0.7", key("temperature")), format!("{}: 128", key("max_new_tokens"))];
+        let reason = if form == 3 { string("FINISH_LENGTH: 128") } else { format!("{{{}: {}}}", key("type"), string("length")) };
         let mut meta = vec![
-            format!("{}: {}", quote("id"), quote("r-1")),
-            format!("{}: {{{}: {}}}", quote("finish_reason"), quote("type"), quote("length")),
-            format!("{}: 32", quote("prompt_tokens")),
-            format!("{}: 128", quote("completion_tokens")),
-            format!("{}: 12", quote("cached_tokens")),
-            format!("{}: 3.25", quote("e2e_latency")),
+            format!("{}: {}", key("id"), string("r-1")),
+            format!("{}: {reason}", key("finish_reason")),
+            format!("{}: 32", key("prompt_tokens")),
+            format!("{}: 128", key("completion_tokens")),
+            format!("{}: 12", key("cached_tokens")),
+            format!("{}: 3.25", key("e2e_latency")),
         ];
         let mut names: std::collections::BTreeMap<String, u64> = Default::default();
-        for (at, key) in &in_meta {
-            meta.insert(at % (meta.len() + 1), format!("{}: {}", quote(key), value(json)));
-            *names.entry(key.clone()).or_default() += 1;
+        for (at, name) in &in_meta {
+            meta.insert(at % (meta.len() + 1), format!("{}: [1, {value}]", key(name)));
+            *names.entry(name.clone()).or_default() += 1;
         }
-        for (at, key) in &in_obj {
-            sampling.insert(at % (sampling.len() + 1), format!("{}: {}", quote(key), value(json)));
+        for (at, name) in &in_obj {
+            sampling.insert(at % (sampling.len() + 1), format!("{}: [1, {value}]", key(name)));
         }
-        let text = if json {
-            format!(
-                "{{\"timestamp\": \"2025-10-01T12:00:00\", \"event\": \"request.received\", \"rid\": \"r-1\", \"obj\": {{\"rid\": \"r-1\", \"sampling_params\": {{{s}}}}}}}\n\
-                 {{\"timestamp\": \"2025-10-01T12:00:03.250\", \"event\": \"request.finished\", \"rid\": \"r-1\", \"obj\": {{\"rid\": \"r-1\"}}, \"out\": {{\"text\": \"x\", \"meta_info\": {{{m}}}}}}}\n",
-                s = sampling.join(", "),
-                m = meta.join(", "),
-            )
-        } else {
-            format!(
+        let (s, m) = (sampling.join(", "), meta.join(", "));
+        let text = match form {
+            0 => format!(
                 "[2025-10-01 12:00:00] Receive: obj=GenerateReqInput(rid='r-1', text='a prompt, rid=no', input_ids=None, sampling_params={{{s}}})\n\
-                 [2025-10-01 12:00:03] Finish: obj=GenerateReqInput(rid='r-1', text='a prompt'), out={{'text': 'x', 'meta_info': {{{m}}}}}\n",
-                s = sampling.join(", "),
-                m = meta.join(", "),
-            )
+                 [2025-10-01 12:00:03] Finish: obj=GenerateReqInput(rid='r-1', text='a prompt'), out={{'text': 'x', 'meta_info': {{{m}}}}}\n"
+            ),
+            1 => format!(
+                "{{\"timestamp\": \"2025-10-01T12:00:00\", \"event\": \"request.received\", \"rid\": \"r-1\", \"obj\": {{\"rid\": \"r-1\", \"sampling_params\": {{{s}}}}}}}\n\
+                 {{\"timestamp\": \"2025-10-01T12:00:03.250\", \"event\": \"request.finished\", \"rid\": \"r-1\", \"obj\": {{\"rid\": \"r-1\"}}, \"out\": {{\"text\": \"x\", \"meta_info\": {{{m}}}}}}}\n"
+            ),
+            2 => format!(
+                "[2025-10-01 12:00:00] Receive: obj=GenerateReqInput(rid=\"r-1\", text=\"a prompt, rid=no\", sampling_params={{{s}}})\n\
+                 [2025-10-01 12:00:03] Finish: obj=GenerateReqInput(rid=\"r-1\", text=\"a prompt\"), out={{text: \"x\", meta_info: {{{m}}}}}\n"
+            ),
+            _ => format!(
+                "[12:00:03 TP0] in=GenerateReqInput(text='a prompt, rid=no', sampling_params={{{s}}}, rid='r-1'), out={{'text': 'x', 'meta_info': {{{m}}}}}\n"
+            ),
         };
-        let (sink, _) = parse(&text, ParseOptions::default(), None);
+        let (sink, _) = parse(&text, ParseOptions { year: Some(2025), ..ParseOptions::default() }, Some(utc(2025, 10, 1, 0, 0, 0)));
         prop_assert!(sink.diagnostics.is_empty(), "{text}: {:?}", sink.diagnostics);
         prop_assert_eq!(sink.requests.len(), 1, "{}", text);
         let r = &sink.requests[0];
