@@ -48,13 +48,35 @@ impl Drift {
             *self.envelopes.entry(name).or_default() += n;
         }
     }
+}
 
-    /// Whether there is nothing to report.
-    pub fn is_empty(&self) -> bool {
-        self.unknown_fields.is_empty()
-            && self.envelopes.is_empty()
-            && self.times_from.is_empty()
-            && self.lines_used.is_none()
+/// Records counted by the set of envelopes found around each (a bit per envelope), for adapters that find several
+/// envelopes on one line: one increment a record, spread over the envelopes when the report is made.
+#[derive(Debug, Clone)]
+pub struct EnvelopeSets {
+    by_bits: Vec<u64>,
+}
+
+impl EnvelopeSets {
+    /// Counts for `envelopes` envelopes (at most 16).
+    pub fn new(envelopes: usize) -> Self {
+        Self { by_bits: vec![0; 1 << envelopes.min(16)] }
+    }
+
+    /// Counts one record found in the envelopes whose bits are set in `bits`.
+    pub fn count(&mut self, bits: u16) {
+        let mask = self.by_bits.len() - 1;
+        self.by_bits[usize::from(bits) & mask] += 1;
+    }
+
+    /// Adds the counts to `drift`: records in no envelope as `plain`, and each envelope by its name in `names`
+    /// (bit `i` is `names[i]`).
+    pub fn report(&self, names: &[&'static str], drift: &mut Drift) {
+        drift.envelope("plain", self.by_bits[0]);
+        for (i, name) in names.iter().enumerate() {
+            let n = self.by_bits.iter().enumerate().filter(|(bits, _)| bits >> i & 1 == 1).map(|(_, n)| n).sum();
+            drift.envelope(name, n);
+        }
     }
 }
 
@@ -98,5 +120,17 @@ mod tests {
         assert_eq!(drift.unknown_fields.len(), MAX_UNKNOWN_FIELDS + 1);
         assert_eq!(drift.unknown_fields["k0"], 2);
         assert_eq!(drift.unknown_fields[OTHER_FIELDS], 10);
+    }
+
+    #[test]
+    fn envelope_sets_are_spread_over_their_envelopes() {
+        let mut sets = EnvelopeSets::new(3);
+        for bits in [0, 0b001, 0b011, 0b110, 0b011] {
+            sets.count(bits);
+        }
+        let mut drift = Drift::default();
+        sets.report(&["a", "b", "c"], &mut drift);
+        // a: 0b001, 0b011 twice; b: 0b011 twice, 0b110; c: 0b110.
+        assert_eq!(drift.envelopes, BTreeMap::from([("plain", 1), ("a", 3), ("b", 3), ("c", 1)]));
     }
 }

@@ -98,6 +98,7 @@ use std::borrow::Cow;
 use std::io::BufRead;
 use std::ops::Range;
 
+use infertrace_adapter::drift::EnvelopeSets;
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::time::parse_datetime;
 use infertrace_adapter::{
@@ -188,20 +189,18 @@ impl Adapter for DynamoLog {
         let mut folder = Folder::new(ctx);
         let mut seen = Seen::default();
         let mut record = Pending::default();
-        // Records by their set of envelope bits (one increment a record), spread over the bits at the end.
-        let mut by_bits = [0u64; 1 << line::ENVELOPE_NAMES.len()];
-        let mut count = |bits: u16| by_bits[usize::from(bits) & (by_bits.len() - 1)] += 1;
+        let mut envelopes = EnvelopeSets::new(line::ENVELOPE_NAMES.len());
         map_lines(&mut lines, prepare, |line_no, bytes, prepared| {
             match prepared {
                 // Not UTF-8 or too long (reported here), or blank.
                 Prepared::Skipped => drop(utf8_line(line_no, bytes, sink)),
                 Prepared::Json(json, envelope) => {
-                    count(envelope);
+                    envelopes.count(envelope);
                     record.flush(&mut folder, &mut seen, sink)?;
                     json_map(json, line_no, &mut folder, &mut seen, sink)?;
                 }
                 Prepared::Start { text, read, envelope } => {
-                    count(envelope);
+                    envelopes.count(envelope);
                     record.flush(&mut folder, &mut seen, sink)?;
                     record = Pending { text, line: line_no, open: true, read };
                 }
@@ -222,13 +221,7 @@ impl Adapter for DynamoLog {
         })?;
         record.flush(&mut folder, &mut seen, sink)?;
         let mut drift = Drift::default();
-        drift.envelope("plain", by_bits[0]);
-        for (i, name) in line::ENVELOPE_NAMES.iter().enumerate() {
-            drift.envelope(
-                name,
-                by_bits.iter().enumerate().filter(|(bits, _)| bits >> i & 1 == 1).map(|(_, n)| n).sum(),
-            );
-        }
+        envelopes.report(&line::ENVELOPE_NAMES, &mut drift);
         sink.drift(drift);
         let mut details = folder.finish(sink)?;
         if seen.continuation_lines > 0 {

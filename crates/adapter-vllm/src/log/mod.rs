@@ -22,6 +22,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
+use infertrace_adapter::drift::EnvelopeSets;
 use infertrace_adapter::parallel::map_lines;
 use infertrace_adapter::{
     Adapter, Confidence, Diagnostic, DiagnosticKind, Drift, Head, LineReader, ParseContext, ParseError, ParseReport,
@@ -113,7 +114,7 @@ impl Adapter for VllmLog {
             http: BTreeMap::new(),
             joined_http: 0,
             drift: Drift::default(),
-            by_bits: vec![0; 1 << envelope::WRAPPER_NAMES.len()],
+            envelopes: EnvelopeSets::new(envelope::WRAPPER_NAMES.len()),
             json_records: 0,
             used: false,
             lines_used: 0,
@@ -165,7 +166,7 @@ impl Adapter for VllmLog {
                     record.message = &record.message[..at];
                 }
                 state.version.observe(&record);
-                state.count_envelope(record.wrappers | colour);
+                state.envelopes.count(record.wrappers | colour);
                 let time = state.clock.instant(&record, line_no, sink);
                 state.message(record.message, record.process, time, line_no, &mut prepared, sink)?;
                 match next {
@@ -178,12 +179,8 @@ impl Adapter for VllmLog {
         })?;
         state.requests.finish(sink)?;
         let mut drift = std::mem::take(&mut state.drift);
-        drift.envelope("plain", state.by_bits[0]);
+        state.envelopes.report(&envelope::WRAPPER_NAMES, &mut drift);
         drift.envelope("json-record", state.json_records);
-        for (i, name) in envelope::WRAPPER_NAMES.iter().enumerate() {
-            let n = state.by_bits.iter().enumerate().filter(|(bits, _)| bits >> i & 1 == 1).map(|(_, n)| n).sum();
-            drift.envelope(name, n);
-        }
         drift.times_from = state.clock.times_from();
         drift.lines_used = Some(state.lines_used);
         sink.drift(drift);
@@ -289,7 +286,7 @@ struct State<'c> {
     /// Unknown fields (and the rest of the drift report, filled at the end).
     drift: Drift,
     /// Records by their set of [`envelope::wrapper`] bits, and JSON records.
-    by_bits: Vec<u64>,
+    envelopes: EnvelopeSets,
     json_records: u64,
     /// Whether the line at hand made a row or part of one, and how many lines did.
     used: bool,
@@ -301,12 +298,6 @@ const INFERENCE_PATHS: &[&str] =
     &["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/generate", "/v1/generate"];
 
 impl State<'_> {
-    /// Counts a record found in the envelopes `bits` (one increment; spread over the bits at the end).
-    fn count_envelope(&mut self, bits: u16) {
-        let mask = self.by_bits.len() - 1;
-        self.by_bits[usize::from(bits) & mask] += 1;
-    }
-
     /// Handles one record's message, logged by `process` at `time`. `prepared` is what [`prepare`] made of the
     /// line's first record, taken by the first message that needs it.
     #[allow(clippy::too_many_arguments)]
