@@ -157,7 +157,7 @@ fn target(sample: &SampleLine<'_>) -> Option<Target> {
         Scope::Frontend => suffix == Some(m.scraped),
         Scope::Full => sample.name == m.scraped,
     })?;
-    Some(Target { metric: mapping.canonical, rank: mapping.rank, instance: instance(sample) })
+    Some(Target::new(mapping.canonical, mapping.rank, instance(sample)))
 }
 
 /// The series name a head line is about: a sample's name or the family of a `# HELP`/`# TYPE` line.

@@ -75,7 +75,7 @@ fn target(sample: &SampleLine<'_>) -> Option<Target> {
         return None; // Per-tier split of cached tokens: no canonical per-tier counter yet.
     }
     let (_, metric, rank) = MAPPINGS.iter().find(|(name, _, _)| *name == sample.name)?;
-    Some(Target { metric, rank: *rank, instance: instance(sample) })
+    Some(Target::new(metric, *rank, instance(sample)))
 }
 
 impl Adapter for SglangMetrics {

@@ -124,7 +124,7 @@ fn target(sample: &SampleLine<'_>) -> Option<Target> {
     } else {
         MAPPINGS.iter().find(|m| m.scraped == sample.name).map(|m| (m.canonical, m.rank))?
     };
-    Some(Target { metric, rank, instance: sample.label("engine").map(|e| format!("engine-{e}")) })
+    Some(Target::new(metric, rank, sample.label("engine").map(|e| format!("engine-{e}"))))
 }
 
 #[cfg(test)]

@@ -26,6 +26,9 @@ pub enum DiagnosticKind {
     Inconsistent,
     /// The line is longer than the line length limit; it was skipped up to its newline without being read whole.
     LineTooLong,
+    /// A live source could not be read for a while (a scrape failed, a followed file was missing); what it held
+    /// meanwhile is lost. The line is where its next text would have started.
+    SourceUnavailable,
 }
 
 impl DiagnosticKind {
@@ -42,6 +45,7 @@ impl DiagnosticKind {
             DiagnosticKind::MalformedRecord => "malformed-record",
             DiagnosticKind::Inconsistent => "inconsistent",
             DiagnosticKind::LineTooLong => "line-too-long",
+            DiagnosticKind::SourceUnavailable => "source-unavailable",
         }
     }
 }

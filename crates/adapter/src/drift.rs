@@ -30,6 +30,18 @@ pub struct Drift {
     pub lines_used: Option<u64>,
 }
 
+impl From<Drift> for infertrace_schema::DriftSummary {
+    /// The manifest's form of a drift report: the same counts, names as owned strings.
+    fn from(drift: Drift) -> Self {
+        Self {
+            lines_used: drift.lines_used,
+            envelopes: drift.envelopes.into_iter().map(|(name, n)| (name.to_owned(), n)).collect(),
+            times_from: drift.times_from.into_iter().map(|(name, n)| (name.to_owned(), n)).collect(),
+            unknown_fields: drift.unknown_fields,
+        }
+    }
+}
+
 impl Drift {
     /// Counts one unknown field. `name` must be a field name ([`field_name`]): its text reaches the manifest.
     pub fn unknown_field(&mut self, name: &str) {

@@ -2,6 +2,7 @@
 //! `# HELP`, `# TYPE`, then sample lines. Shared by the adapters of every engine that exposes Prometheus metrics;
 //! the mapping of names onto canonical metrics belongs to each engine's adapter.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
 use std::ops::Range;
@@ -96,8 +97,10 @@ impl SampleLine<'_> {
 }
 
 /// Where one scraped series goes: a canonical metric, the rank of the name it came under (when a scrape holds a
-/// metric under two names — a rename and its deprecated original — the lower rank wins), and the instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// metric under two names — a rename and its deprecated original — the lower rank wins), the instance, the factor
+/// that turns the scraped unit into the canonical one, and whether the series of one scrape that map onto the same
+/// metric and instance add up (per-CPU counters summed into one host's) or the first is kept.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Target {
     /// Canonical metric name.
     pub metric: &'static str,
@@ -105,12 +108,35 @@ pub struct Target {
     pub rank: u8,
     /// Engine instance the series belongs to.
     pub instance: Option<String>,
+    /// The canonical value is the scraped value times this (1 when the units agree).
+    pub scale: f64,
+    /// Series of equal rank, metric and instance in one scrape are summed rather than the first kept.
+    pub sum: bool,
 }
 
-/// A kept sample: the rank of the name it came under, its value, its own time and its line.
+impl Target {
+    /// A series kept as scraped: scale 1, the first of a scrape kept.
+    pub fn new(metric: &'static str, rank: u8, instance: Option<String>) -> Self {
+        Self { metric, rank, instance, scale: 1.0, sum: false }
+    }
+
+    /// The same, its values multiplied by `scale`.
+    pub fn scaled(self, scale: f64) -> Self {
+        Self { scale, ..self }
+    }
+
+    /// The same, summed over the series of a scrape that share its metric and instance.
+    pub fn summed(self) -> Self {
+        Self { sum: true, ..self }
+    }
+}
+
+/// A kept sample: the rank of the name it came under, whether later series of that rank add to it, its value, its
+/// own time and its line (the first series').
 #[derive(Debug, Clone, Copy)]
 struct Kept {
     rank: u8,
+    sum: bool,
     value: f64,
     time: Option<i64>,
     line: u64,
@@ -221,7 +247,7 @@ pub fn read_scrapes(
         |line_no, bytes, prepared| {
             // A name `prepare` found in the line's text.
             let text = |range: Range<usize>| String::from_utf8_lossy(&bytes[range]).into_owned();
-            let (Target { metric, rank, instance }, value, timestamp_ms) = match prepared {
+            let (Target { metric, rank, instance, scale, sum }, value, timestamp_ms) = match prepared {
                 Prepared::NotUtf8 => {
                     utf8_line(line_no, bytes, sink);
                     return Ok(());
@@ -275,10 +301,19 @@ pub fn read_scrapes(
                 }
                 clock_utc &= ctx.modified.is_some();
             }
-            let kept = Kept { rank, value, time, line: line_no };
-            let entry = scrape.samples.entry((metric, instance)).or_insert(kept);
-            if rank < entry.rank {
-                *entry = kept;
+            let kept = Kept { rank, sum, value: value * scale, time, line: line_no };
+            match scrape.samples.entry((metric, instance)) {
+                Entry::Vacant(vacant) => {
+                    vacant.insert(kept);
+                }
+                Entry::Occupied(mut entry) => {
+                    let entry = entry.get_mut();
+                    if rank < entry.rank {
+                        *entry = kept;
+                    } else if rank == entry.rank && entry.sum {
+                        entry.value += kept.value;
+                    }
+                }
             }
             Ok::<_, ParseError>(())
         },

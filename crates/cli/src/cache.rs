@@ -364,6 +364,7 @@ fn write_dataset(
             cache_sim: Some(record),
             partition_by: None,
             hash_salt: source.hash_salt,
+            capture: None,
             rows: RowCounts::default(),
         })
         .map_err(written)

@@ -10,6 +10,7 @@
 //! The library half exists so that `cargo xtask normalize` and the tests run exactly what the binary runs.
 
 pub mod cache;
+pub mod capture;
 mod merge;
 pub mod metrics;
 pub mod model;

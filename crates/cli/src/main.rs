@@ -41,6 +41,14 @@ struct Cli {
 enum Command {
     /// Normalize inputs (files or directories; plain, gzip or zstd) into one dataset directory.
     Normalize(NormalizeArgs),
+    /// Capture a live deployment into a dataset: scrape Prometheus endpoints (vLLM, SGLang, Dynamo,
+    /// dcgm-exporter, node_exporter) and follow logs, until --duration or Ctrl-C.
+    ///
+    /// The dataset is written in parts as it goes (`<table>/date=<day>/part-<n>-<k>.parquet`, every --part-every or
+    /// --part-rows), and every command reads it while it grows: a reader sees complete parts only. Ctrl-C (or
+    /// SIGTERM) ends each source at its current end and writes the last part; a second Ctrl-C exits at once, and so
+    /// does a kill, leaving the parts already written.
+    Capture(CaptureArgs),
     /// Sample a per-request dataset from published workload statistics.
     #[command(subcommand)]
     Synth(SynthCommand),
@@ -157,6 +165,66 @@ struct NormalizeArgs {
     /// number. (Each table is also encoded on a thread of its own.)
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
+}
+
+#[derive(Debug, clap::Args)]
+struct CaptureArgs {
+    /// A Prometheus text endpoint to scrape every --interval, as URL or FORMAT=URL (FORMAT a format id such as
+    /// dcgm-exporter; detected from the first scrape otherwise). Plain http:// only. Repeatable.
+    #[arg(long = "scrape", value_name = "[FORMAT=]URL")]
+    scrapes: Vec<String>,
+    /// A log being written, followed as `tail -F` follows it (appends, rotation, truncation), as FILE or
+    /// FORMAT=FILE; `-` is standard input (`kubectl logs -f … | infertrace capture --follow vllm-log=-`).
+    /// Repeatable.
+    #[arg(long = "follow", value_name = "[FORMAT=]FILE")]
+    follows: Vec<String>,
+    /// Dataset directory to write.
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Time between two scrapes of an endpoint (`5s`, `500ms`, `1m`).
+    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
+    interval: std::time::Duration,
+    /// Stop after this long (`1h`, `90m`); without it, the capture runs until Ctrl-C or SIGTERM.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    duration: Option<std::time::Duration>,
+    /// Longest time a part stays open before it is written.
+    #[arg(long, value_name = "TIME", default_value = "1m", value_parser = parse_duration)]
+    part_every: std::time::Duration,
+    /// Most rows (all tables together) in one part.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    part_rows: u64,
+    /// Format of every source given without FORMAT=; `auto` detects each from its first text.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    format: FormatArg,
+    /// Read followed files from their start, not only what is appended after the capture starts.
+    #[arg(long)]
+    from_start: bool,
+    /// Replace the output directory if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Year for timestamps written without one (default: the current year's, from the clock of the records).
+    #[arg(long, value_name = "YYYY", value_parser = clap::value_parser!(i32).range(1970..=2261))]
+    year: Option<i32>,
+    /// UTC offset of timestamps written without a zone.
+    #[arg(long, value_name = "+HH:MM", default_value = "+00:00", allow_hyphen_values = true, value_parser = parse_offset)]
+    utc_offset: UtcOffset,
+}
+
+/// `250ms`, `5s`, `1.5s`, `15m`, `6h`, `2d` (a bare number is seconds).
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let error = || "expected a time such as 500ms, 5s, 15m, 6h or 2d".to_owned();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let factor = match unit {
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        _ => return Err(error()),
+    };
+    let seconds = number.parse::<f64>().map_err(|_| error())? * factor;
+    std::time::Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero()).ok_or_else(error)
 }
 
 /// `--partition-by` keys.
@@ -756,6 +824,47 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!("error: {} diagnostics and --strict was given", summary::count(report.diagnostics()));
                 return Ok(ExitCode::from(1));
             }
+        }
+        Command::Capture(args) => {
+            if args.format.mapped().is_some() {
+                bail!("capture reads the formats the registry detects; csv and jsonl need normalize --map");
+            }
+            let mut sources = Vec::new();
+            for (texts, scrape) in [(&args.scrapes, true), (&args.follows, false)] {
+                for text in texts {
+                    let mut source = infertrace::capture::Source::parse(text, scrape)?;
+                    source.format = source.format.or(args.format.adapter());
+                    sources.push(source);
+                }
+            }
+            let options = infertrace::capture::CaptureOptions {
+                output: args.output,
+                sources,
+                interval: args.interval,
+                duration: args.duration,
+                part_every: args.part_every,
+                part_rows: args.part_rows.max(1),
+                from_start: args.from_start,
+                force: args.force,
+                parse: ParseOptions { year: args.year, utc_offset: args.utc_offset, ..ParseOptions::default() },
+            };
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "capturing {} sources into {}; Ctrl-C writes the last part and ends",
+                    options.sources.len(),
+                    options.output.display()
+                );
+            }
+            let report = infertrace::capture::capture(&options)?;
+            let normalized = NormalizeReport {
+                manifest: report.manifest,
+                output: options.output.clone(),
+                shown_lines: Vec::new(),
+                parsed_twice: 0,
+            };
+            print_summary(&mut out, &normalized)?;
+            writeln!(out, "{} parts", report.parts)?;
         }
         Command::Metrics(args) => {
             let cost = args.cost.as_deref().map(metrics::read_cost_profile).transpose()?;

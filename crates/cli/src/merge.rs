@@ -147,6 +147,7 @@ pub fn merge(args: &MergeArgs) -> Result<Manifest> {
             cache_sim: None,
             partition_by: None,
             hash_salt: manifests.iter().find_map(|m| m.hash_salt),
+            capture: None,
             rows: RowCounts::default(),
         })
         .with_context(context)

@@ -5,10 +5,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
+use infertrace_engine::energy::JOULES_PER_KWH;
 use infertrace_engine::format::{count, dollars, percent, quantity, rate, seconds, significant};
 use infertrace_engine::{
-    Cost, CostProfile, Difference, Distribution, GroupBy, GroupMetrics, Latency, Metrics, MetricsOptions,
-    SampleSummary, compute_dirs,
+    Cost, CostProfile, Difference, Distribution, Energy, EnergySource, GroupBy, GroupMetrics, Latency, Metrics,
+    MetricsOptions, SampleSummary, compute_dirs,
 };
 use infertrace_query::QueryOptions;
 use infertrace_schema::SourceKind;
@@ -98,6 +99,10 @@ pub fn render_metrics(metrics: &Metrics) -> String {
         }
     };
     out.push_str(&render_group(&all, &metrics.overall));
+    if let Some(energy) = &metrics.energy {
+        out.push('\n');
+        render_energy(&mut out, energy);
+    }
     if let Some(by) = metrics.by {
         for (key, group) in &metrics.groups {
             out.push('\n');
@@ -274,7 +279,15 @@ fn render_cost(out: &mut String, c: &Cost) {
         write!(line, ": {}", parts.join(", ")).unwrap();
     }
     if let Some(kwh) = c.energy_kwh {
-        write!(line, "; {} kWh", significant(kwh, "")).unwrap();
+        let from = match c.energy_from {
+            Some(EnergySource::Measured) => "measured",
+            _ => "nameplate",
+        };
+        write!(line, "; {} kWh ({from}", significant(kwh, "")).unwrap();
+        if c.energy_dollars.is_some() {
+            write!(line, ", {}", dollars(c.energy_dollars)).unwrap();
+        }
+        line.push(')');
     }
     writeln!(out, "{line}").unwrap();
     let outcome = if c.outcome_known { "" } else { "; outcomes unknown, every request counted" };
@@ -299,6 +312,44 @@ fn render_cost(out: &mut String, c: &Cost) {
     if c.api_equivalent_dollars.is_some() {
         writeln!(out, "at the profile's per-token prices: {}", dollars(c.api_equivalent_dollars)).unwrap();
     }
+}
+
+/// The measured energy: the total and tokens per kWh, then a table of the instances.
+fn render_energy(out: &mut String, energy: &Energy) {
+    let per_kwh = match energy.tokens_per_kwh {
+        Some(tokens) => {
+            format!(
+                "per kWh: {} tokens, {} output tokens",
+                quantity(Some(tokens)),
+                quantity(energy.output_tokens_per_kwh)
+            )
+        }
+        None => "no request tokens counted".to_owned(),
+    };
+    writeln!(
+        out,
+        "== energy (measured) ==\n{} kWh over {} instances; {per_kwh}",
+        significant(energy.kwh, ""),
+        count(energy.instances.len() as u64)
+    )
+    .unwrap();
+    let rows: Vec<Vec<String>> = energy
+        .instances
+        .iter()
+        .map(|i| {
+            vec![
+                i.instance.clone(),
+                i.source.clone(),
+                i.how(),
+                format!("{} kWh", significant(i.joules / JOULES_PER_KWH, "")),
+                seconds(i.span_s),
+                i.mean_power_w.map_or("-".to_owned(), |w| format!("{} W", significant(w, ""))),
+                count(i.samples),
+            ]
+        })
+        .collect();
+    out.push('\n');
+    out.push_str(&render_table(&["instance", "source", "from", "energy", "span", "mean power", "samples"], &rows, 1));
 }
 
 fn duration_row(latency: Latency, d: &Distribution) -> Vec<String> {

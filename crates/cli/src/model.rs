@@ -157,10 +157,10 @@ fn tier_name(tier: CacheTier) -> (&'static str, bool) {
 pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
     let query = QueryOptions::default();
     let session = stream::open(paths, &query)?;
-    let metrics = session
+    let computed = session
         .block_on(compute_over(session.datasets(), &MetricsOptions::default(), session.scratch()))
-        .map_err(|e| stream::engine_error(e, &query, "compute the metrics"))?
-        .overall;
+        .map_err(|e| stream::engine_error(e, &query, "compute the metrics"))?;
+    let (metrics, energy) = (computed.overall, computed.energy);
     let mut out = Measured::default();
     let mut found: BTreeMap<String, Measurement> = BTreeMap::new();
     let mut put = |name: &str, value: f64, how: String| {
@@ -181,6 +181,21 @@ pub fn measure(paths: &[PathBuf]) -> Result<Measured> {
             "workload.prefix_reuse",
             u,
             format!("unbounded-cache hit rate of prefix_hashes over {} requests", metrics.cache.reuse.requests),
+        );
+    }
+    // Watts per accelerator as drawn: the accelerators' measured energy over their sampled accelerator-seconds.
+    let accelerators: Vec<_> = energy
+        .iter()
+        .flat_map(|e| &e.instances)
+        .filter(|i| i.metric != infertrace_schema::metrics::CPU_ENERGY_JOULES_TOTAL && i.span_s > 0.0)
+        .collect();
+    let seconds: f64 = accelerators.iter().map(|i| i.span_s).sum();
+    if seconds > 0.0 {
+        let joules: f64 = accelerators.iter().map(|i| i.joules).sum();
+        put(
+            "price.watts",
+            joules / seconds,
+            format!("measured energy over {} accelerators' sampled time", accelerators.len()),
         );
     }
     if let Some(s) = metrics.success_rate.filter(|s| *s > 0.0) {

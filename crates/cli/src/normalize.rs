@@ -204,6 +204,7 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
         cache_sim: None,
         partition_by: None,
         hash_salt: options.hash_salt.as_ref().map(|_| HashSalt::Keyed),
+        capture: None,
         rows: RowCounts::default(),
     };
     let manifest =
@@ -542,12 +543,7 @@ impl Parsed {
             records,
             diagnostics,
             details: report.details,
-            drift: drift.map(|drift| DriftSummary {
-                lines_used: drift.lines_used,
-                envelopes: drift.envelopes.into_iter().map(|(name, n)| (name.to_owned(), n)).collect(),
-                times_from: drift.times_from.into_iter().map(|(name, n)| (name.to_owned(), n)).collect(),
-                unknown_fields: drift.unknown_fields,
-            }),
+            drift: drift.map(DriftSummary::from),
         })))
     }
 }
@@ -576,6 +572,21 @@ fn read_lines(
         }
     }
     Ok(shown)
+}
+
+/// Keys `row`'s prefix hashes with `salt_key` and fills its durations derivable from its instants; one that would
+/// be negative is left null and reported to `diagnostic`.
+pub(crate) fn prepare_request(row: &mut RequestRow, salt_key: Option<u64>, diagnostic: &mut dyn FnMut(Diagnostic)) {
+    if let (Some(key), Some(hashes)) = (salt_key, row.prefix_hashes.as_mut()) {
+        hashes.iter_mut().for_each(|h| *h = hash::keyed(*h, key));
+    }
+    for column in row.fill_durations() {
+        diagnostic(Diagnostic::new(
+            row.source_line.unwrap_or(0),
+            DiagnosticKind::Inconsistent,
+            format!("{column} would be negative (its end precedes its start); left null"),
+        ));
+    }
 }
 
 /// Forwards an adapter's rows to the dataset, filling derivable durations, keying hashes with `--hash-salt`, and
@@ -611,16 +622,7 @@ impl<'w> DatasetSink<'w> {
 
 impl Sink for DatasetSink<'_> {
     fn request(&mut self, mut row: RequestRow) -> Result<(), DatasetError> {
-        if let (Some(key), Some(hashes)) = (self.salt_key, row.prefix_hashes.as_mut()) {
-            hashes.iter_mut().for_each(|h| *h = hash::keyed(*h, key));
-        }
-        for column in row.fill_durations() {
-            self.diagnostic(Diagnostic::new(
-                row.source_line.unwrap_or(0),
-                DiagnosticKind::Inconsistent,
-                format!("{column} would be negative (its end precedes its start); left null"),
-            ));
-        }
+        prepare_request(&mut row, self.salt_key, &mut |d| self.diagnostic(d));
         self.writer.push_request(&row)?;
         self.records.requests += 1;
         Ok(())

@@ -11,6 +11,7 @@ use infertrace_adapter::{Adapter, Confidence, Head};
 use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
 use infertrace_adapter_mapped::{InputKind, MappedAdapter, Mapping};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
+use infertrace_adapter_telemetry::{DcgmExporter, NodeExporter};
 use infertrace_adapter_traces::{
     AzureLlm, BailianTrace, BurstGpt, LlmServingSim, Mooncake, MooncakeDelta, RagPulse, TraceLab, WekaTrace,
 };
@@ -43,6 +44,8 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &DynamoMetrics,
     &Aiperf,
     &GenaiPerf,
+    &DcgmExporter,
+    &NodeExporter,
 ];
 
 /// Formats written by benchmark clients: what they record is what a user saw (network and client time included),
@@ -123,6 +126,12 @@ pub enum FormatArg {
     /// GenAI-Perf profile export.
     #[value(name = "genai-perf")]
     GenaiPerf,
+    /// NVIDIA dcgm-exporter /metrics scrapes (GPU power, energy, memory, PCIe/NVLink).
+    #[value(name = "dcgm-exporter")]
+    DcgmExporter,
+    /// Prometheus node_exporter /metrics scrapes (disk, network, CPU, memory).
+    #[value(name = "node-exporter")]
+    NodeExporter,
     /// Any per-request CSV with a header, read through --map (never detected).
     Csv,
     /// Any per-request JSONL, read through --map (never detected).

@@ -234,6 +234,7 @@ fn write_replayed(
             cache_sim: None,
             partition_by: None,
             hash_salt: manifests.iter().find_map(|m| m.hash_salt),
+            capture: None,
             rows: RowCounts::default(),
         })
         .with_context(context)?;

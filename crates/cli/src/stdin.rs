@@ -38,14 +38,7 @@ impl Stdin {
     /// Starts the pump and installs the SIGINT and SIGTERM handlers: the first such signal ends the input, a
     /// second one ends the process (exit 130).
     pub(crate) fn open() -> Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            // Registered first, so it sees the flag as it was before this signal: set by an earlier one.
-            signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
-                .context("cannot handle Ctrl-C while reading standard input")?;
-            signal_hook::flag::register(signal, stop.clone())
-                .context("cannot handle Ctrl-C while reading standard input")?;
-        }
+        let stop = stop_on_signals("while reading standard input")?;
         // The one line a user following a live log sees before its rows: how to end it.
         #[allow(clippy::print_stderr)]
         {
@@ -64,8 +57,21 @@ impl Stdin {
     }
 }
 
+/// A flag the first SIGINT or SIGTERM sets; a second one ends the process at once (exit 130). `doing` completes
+/// the error message: "cannot handle Ctrl-C {doing}".
+pub(crate) fn stop_on_signals(doing: &str) -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registered first, so it sees the flag as it was before this signal: set by an earlier one.
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .with_context(|| format!("cannot handle Ctrl-C {doing}"))?;
+        signal_hook::flag::register(signal, stop.clone()).with_context(|| format!("cannot handle Ctrl-C {doing}"))?;
+    }
+    Ok(stop)
+}
+
 /// Reads `source` into `send` a chunk at a time until its end (an empty chunk), a failure, or nobody listens.
-fn pump(mut source: impl Read, send: &SyncSender<io::Result<Vec<u8>>>) {
+pub(crate) fn pump(mut source: impl Read, send: &SyncSender<io::Result<Vec<u8>>>) {
     loop {
         let mut chunk = vec![0; CHUNK_BYTES];
         match source.read(&mut chunk) {

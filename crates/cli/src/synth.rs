@@ -164,6 +164,7 @@ pub fn synth_servegen(options: &ServegenOptions) -> Result<NormalizeReport> {
         cache_sim: None,
         partition_by: None,
         hash_salt: None,
+        capture: None,
         rows: RowCounts::default(),
     };
     let manifest =

@@ -235,6 +235,8 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "dynamo-metrics",
             "aiperf",
             "genai-perf",
+            "dcgm-exporter",
+            "node-exporter",
             "csv",
             "jsonl"
         ]

@@ -58,25 +58,29 @@ fn render(dataset: &Dataset) -> String {
 #[test]
 fn golden() {
     // `testdata/mapped/` is left out: those inputs need their mapping (`--map`); `mapped.rs` tests them.
-    insta::glob!("../../../testdata", "{mooncake,azure-llm,vllm,sglang,dynamo,traces,traces/*}/*/*.*", |path| {
-        // `traces/<format>/<generation>/` directories such as `1.x` match the pattern too.
-        if path.is_dir() {
-            return;
+    insta::glob!(
+        "../../../testdata",
+        "{mooncake,azure-llm,vllm,sglang,dynamo,dcgm-exporter,node-exporter,traces,traces/*}/*/*.*",
+        |path| {
+            // `traces/<format>/<generation>/` directories such as `1.x` match the pattern too.
+            if path.is_dir() {
+                return;
+            }
+            let relative = path.strip_prefix(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata").canonicalize().unwrap(),
+            );
+            let input = common::testdata().join(relative.unwrap());
+            // Inputs without times of their own (Prometheus scrapes) fall back to the file's modification time, which
+            // a clone sets to the day of the clone: pin it.
+            common::pin_modified(path);
+            let dir = tempfile::tempdir().unwrap();
+            let output = dir.path().join("ds");
+            // Formats whose timestamps lack a year would otherwise take it from the file's modification time, which a
+            // fresh clone sets to the day of the clone.
+            let options = infertrace_adapter::ParseOptions { year: Some(2025), ..Default::default() };
+            common::run_with(&[input], &output, options);
+            let dataset = Dataset::open(&output).unwrap();
+            insta::assert_snapshot!(render(&dataset));
         }
-        let relative = path.strip_prefix(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata").canonicalize().unwrap(),
-        );
-        let input = common::testdata().join(relative.unwrap());
-        // Inputs without times of their own (Prometheus scrapes) fall back to the file's modification time, which
-        // a clone sets to the day of the clone: pin it.
-        common::pin_modified(path);
-        let dir = tempfile::tempdir().unwrap();
-        let output = dir.path().join("ds");
-        // Formats whose timestamps lack a year would otherwise take it from the file's modification time, which a
-        // fresh clone sets to the day of the clone.
-        let options = infertrace_adapter::ParseOptions { year: Some(2025), ..Default::default() };
-        common::run_with(&[input], &output, options);
-        let dataset = Dataset::open(&output).unwrap();
-        insta::assert_snapshot!(render(&dataset));
-    });
+    );
 }

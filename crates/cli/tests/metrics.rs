@@ -199,7 +199,7 @@ fn a_cost_profile_prices_the_span_and_the_successful_answers() {
     assert_eq!((cost["raw_tokens"].as_u64(), cost["effective_tokens"].as_u64()), (Some(2561), Some(1361)));
     close("effective_fraction", 1361.0 / 2561.0);
     let text = stdout(&infertrace(&["metrics", out.to_str().unwrap(), "--cost", profile.to_str().unwrap()]));
-    assert!(text.contains("cost: $0.543 over 0.000151 h: accelerators $0.543; 0.000151 kWh\n"), "{text}");
+    assert!(text.contains("cost: $0.543 over 0.000151 h: accelerators $0.543; 0.000151 kWh (nameplate)\n"), "{text}");
     assert!(text.contains("per successful answer: $0.272 (2 answers)\n"), "{text}");
 
     // A mistake in the profile is a one-line error naming it.

@@ -6,6 +6,7 @@ use infertrace_schema::{CacheTier, Status, WorkloadClass};
 use serde::Serialize;
 
 use crate::cost::{Cost, CostProfile};
+use crate::energy::Energy;
 use crate::slo::{Latency, Slo};
 use crate::stats::{Distribution, SampleSummary};
 use crate::workload::ClassCount;
@@ -90,6 +91,9 @@ pub struct Metrics {
     pub overall: GroupMetrics,
     /// Figures per value of `by` (null values under [`NULL_GROUP`]), sorted by key; empty without `by`.
     pub groups: BTreeMap<String, GroupMetrics>,
+    /// The energy the instances drew, measured from their power or energy samples ([`crate::energy`]); null
+    /// without such samples.
+    pub energy: Option<Energy>,
 }
 
 /// The figures of one set of rows.

@@ -20,18 +20,24 @@
 //! input_per_million = 0.50
 //! cached_input_per_million = 0.05  # default: the input price
 //! output_per_million = 1.50
+//!
+//! [energy]                 # optional: what electricity costs
+//! price_per_kwh = 0.12     # $ per kWh drawn
 //! ```
 //!
 //! # Definitions
 //!
 //! With `H` the trace span in hours (the overall span, from the metrics' throughput) and a month of 730 h:
 //!
-//! - accelerators $ = `count × price_per_hour × H`; energy kWh = `count × watts × pue × H / 1000`;
+//! - accelerators $ = `count × price_per_hour × H`;
+//! - energy kWh = the **measured** energy of the dataset's power or energy samples ([`crate::energy`]) × `pue`
+//!   where there are such samples, else the **nameplate** `count × watts × pue × H / 1000`; `energy_from` says
+//!   which; energy $ = kWh × `price_per_kwh`;
 //! - storage $ = `capacity_gb × price_per_gb_month × H / 730`;
 //! - I/O $ = Σ(`cached_tokens_disk` + `cached_tokens_remote`) × `kv_bytes_per_token` / 10⁹ × `io_price_per_gb`;
 //! - token $ = Σ over rows of (`input_tokens` − `cached_tokens`) × input price + `cached_tokens` × cached price +
 //!   `output_tokens` × output price (a missing count adds nothing);
-//! - total $ = accelerators + storage + I/O with an `[accelerator]`; without one, token $ + storage + I/O (an API
+//! - total $ = accelerators + storage + I/O + energy with an `[accelerator]`; without one, token $ + storage + I/O (an API
 //!   user's bill). With both, token $ is reported apart as `api_equivalent_dollars`, what the same traffic would
 //!   cost at those prices.
 //! - **successful answers**: rows meeting every SLO when `--slo` is given, else rows with status `ok`; when no
@@ -43,7 +49,7 @@
 //! - `effective_fraction` = effective tokens / raw tokens: goodput as a fraction of raw throughput.
 //!
 //! The fleet serves every group at once, so with `--by` each group is charged the fleet's accelerator, storage and
-//! energy over the overall span in proportion to its share of raw tokens (of rows when no token is counted):
+//! energy (measured or nameplate) over the overall span in proportion to its share of raw tokens (of rows when no token is counted):
 //! the groups' costs add up to the total. I/O and token $ are the group's own.
 
 use serde::{Deserialize, Serialize};
@@ -61,6 +67,26 @@ pub struct CostProfile {
     pub storage: Option<StorageCost>,
     /// Per-token prices.
     pub tokens: Option<TokenPrices>,
+    /// The price of electricity.
+    pub energy: Option<EnergyPrice>,
+}
+
+/// The price of electricity.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnergyPrice {
+    /// $ per kWh.
+    pub price_per_kwh: f64,
+}
+
+/// Where an energy figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnergySource {
+    /// The dataset's own power or energy samples.
+    Measured,
+    /// The profile's `accelerator.watts` over the span.
+    Nameplate,
 }
 
 /// The serving fleet.
@@ -143,6 +169,9 @@ impl CostProfile {
                 return Err(CostError::IoWithoutBytes);
             }
         }
+        if let Some(e) = &self.energy {
+            check(Some(e.price_per_kwh), "energy.price_per_kwh")?;
+        }
         if let Some(t) = &self.tokens {
             check(Some(t.input_per_million), "tokens.input_per_million")?;
             check(t.cached_input_per_million, "tokens.cached_input_per_million")?;
@@ -171,8 +200,13 @@ pub struct Cost {
     pub api_equivalent_dollars: Option<f64>,
     /// Everything charged, $.
     pub total_dollars: Option<f64>,
-    /// Energy, kWh; null without watts or a span.
+    /// Energy, kWh: measured where the dataset has power or energy samples, else from the profile's watts over the
+    /// span; null without either.
     pub energy_kwh: Option<f64>,
+    /// Where `energy_kwh` came from.
+    pub energy_from: Option<EnergySource>,
+    /// Energy, $: `energy_kwh × energy.price_per_kwh`; null without a price.
+    pub energy_dollars: Option<f64>,
     /// Whether any row's outcome is known; when not, every row counts as successful.
     pub outcome_known: bool,
     /// Rows meeting every SLO (with `--slo`), else rows with status `ok`.
@@ -203,6 +237,8 @@ pub struct Cost {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Fleet {
     pub(crate) hours: Option<f64>,
+    /// The energy measured from samples, kWh.
+    pub(crate) measured_kwh: Option<f64>,
     pub(crate) raw_tokens: u64,
     pub(crate) rows: u64,
 }
@@ -252,11 +288,19 @@ pub(crate) fn cost(profile: &CostProfile, fleet: Fleet, traffic: &Traffic) -> Co
     cost.hours = fleet.hours;
     cost.share = share;
     let charged = fleet.hours.zip(share).map(|(h, s)| h * s);
+    let pue = profile.accelerator.as_ref().and_then(|a| a.pue).unwrap_or(1.0);
+    if let (Some(kwh), Some(share)) = (fleet.measured_kwh, share) {
+        cost.energy_kwh = Some(kwh * pue * share);
+        cost.energy_from = Some(EnergySource::Measured);
+    }
     if let Some(a) = &profile.accelerator {
         cost.accelerator_dollars = charged.map(|h| f64::from(a.count) * a.price_per_hour * h);
-        cost.energy_kwh =
-            a.watts.and_then(|w| charged.map(|h| f64::from(a.count) * w * a.pue.unwrap_or(1.0) * h / 1000.0));
+        if cost.energy_kwh.is_none() {
+            cost.energy_kwh = a.watts.and_then(|w| charged.map(|h| f64::from(a.count) * w * pue * h / 1000.0));
+            cost.energy_from = cost.energy_kwh.map(|_| EnergySource::Nameplate);
+        }
     }
+    cost.energy_dollars = profile.energy.as_ref().and_then(|e| cost.energy_kwh.map(|k| k * e.price_per_kwh));
     if let Some(s) = &profile.storage {
         cost.storage_dollars = charged.map(|h| s.capacity_gb * s.price_per_gb_month * h / HOURS_PER_MONTH);
         if let (Some(price), Some(bytes)) = (s.io_price_per_gb, s.kv_bytes_per_token) {
@@ -273,7 +317,7 @@ pub(crate) fn cost(profile: &CostProfile, fleet: Fleet, traffic: &Traffic) -> Co
     let extras = cost.storage_dollars.unwrap_or(0.0) + cost.io_dollars.unwrap_or(0.0);
     if profile.accelerator.is_some() {
         cost.api_equivalent_dollars = token_dollars;
-        cost.total_dollars = cost.accelerator_dollars.map(|a| a + extras);
+        cost.total_dollars = cost.accelerator_dollars.map(|a| a + extras + cost.energy_dollars.unwrap_or(0.0));
     } else {
         cost.token_dollars = token_dollars;
         cost.total_dollars = token_dollars.map(|t| t + extras);

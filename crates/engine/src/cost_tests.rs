@@ -1,10 +1,11 @@
 //! Cost figures on a two-request dataset, every number computed by hand in the comments.
 
-use infertrace_schema::{RequestRow, Status};
+use infertrace_schema::{EngineSample, RequestRow, Status, metrics};
 
 use crate::compute::{GroupBy, MetricsOptions};
-use crate::cost::{AcceleratorCost, CostError, CostProfile, StorageCost, TokenPrices};
-use crate::tests::{S, T0, compute, write};
+use crate::cost::{AcceleratorCost, CostError, CostProfile, EnergyPrice, EnergySource, StorageCost, TokenPrices};
+use crate::energy::EnergyFrom;
+use crate::tests::{S, T0, compute, follows_the_schema, write};
 
 fn close(actual: Option<f64>, expected: f64) {
     let actual = actual.unwrap_or_else(|| panic!("expected {expected}, got null"));
@@ -60,6 +61,7 @@ fn fleet_profile() -> CostProfile {
             cached_input_per_million: Some(0.1),
             output_per_million: 2.0,
         }),
+        energy: None,
     }
 }
 
@@ -149,4 +151,81 @@ fn unusable_profiles_are_rejected() {
     no_bytes.storage.as_mut().unwrap().kv_bytes_per_token = None;
     assert_eq!(no_bytes.validate(), Err(CostError::IoWithoutBytes));
     assert_eq!(fleet_profile().validate(), Ok(()));
+}
+
+/// Energy samples of three GPUs over the hour of [`rows`].
+fn energy_samples() -> Vec<EngineSample> {
+    let sample = |instance: &str, at: i64, metric: &str, value| EngineSample {
+        time: T0 + at * S,
+        source: "dcgm-exporter".into(),
+        instance: Some(instance.into()),
+        metric: metric.into(),
+        value,
+        ..EngineSample::default()
+    };
+    let (counter, power) = (metrics::GPU_ENERGY_JOULES_TOTAL, metrics::GPU_POWER_W);
+    vec![
+        // g0 has both: the counter is used. +999,000, a reset (+500), +2,000,000 = 2,999,500 J.
+        sample("g0", 0, counter, 1_000.0),
+        sample("g0", 0, power, 9_999.0),
+        sample("g0", 600, counter, 1_000_000.0),
+        sample("g0", 1200, counter, 500.0),
+        sample("g0", 3600, counter, 2_000_500.0),
+        sample("g0", 3600, power, 9_999.0),
+        // g1, power only, out of time order in the file: (300 + 500) / 2 × 1800 + (500 + 100) / 2 × 1800
+        // = 720,000 + 540,000 = 1,260,000 J.
+        sample("g1", 1800, power, 500.0),
+        sample("g1", 0, power, 300.0),
+        sample("g1", 3600, power, 100.0),
+        // g2: one sample measures nothing.
+        sample("g2", 0, power, 250.0),
+        // h0, a host's CPU packages: 3,600 J.
+        sample("h0", 0, metrics::CPU_ENERGY_JOULES_TOTAL, 100.0),
+        sample("h0", 3600, metrics::CPU_ENERGY_JOULES_TOTAL, 3_700.0),
+    ]
+}
+
+#[test]
+fn measured_energy_replaces_the_nameplate_and_is_priced() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = [write(&dir.path().join("d"), &rows([Status::Ok, Status::Error]), &energy_samples())];
+    let profile = CostProfile { energy: Some(EnergyPrice { price_per_kwh: 0.25 }), ..fleet_profile() };
+    let m = compute(&data, &MetricsOptions { cost: Some(profile), ..MetricsOptions::default() });
+    follows_the_schema(&m);
+    let energy = m.energy.unwrap();
+    let got: Vec<_> = energy
+        .instances
+        .iter()
+        .map(|i| (i.instance.as_str(), i.metric, i.from, i.joules, i.span_s, i.samples, i.resets))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("g0", "gpu_energy_joules_total", EnergyFrom::Counter, 2_999_500.0, 3600.0, 4, 1),
+            ("g1", "gpu_power_w", EnergyFrom::Power, 1_260_000.0, 3600.0, 3, 0),
+            ("h0", "cpu_energy_joules_total", EnergyFrom::Counter, 3_600.0, 3600.0, 2, 0),
+        ]
+    );
+    close(energy.instances[1].mean_power_w, 350.0);
+    // 4,263,100 J = 1.1841944… kWh; raw tokens 1650, output 150.
+    let kwh = 4_263_100.0 / 3.6e6;
+    close(Some(energy.kwh), kwh);
+    close(energy.tokens_per_kwh, 1650.0 / kwh);
+    close(energy.output_tokens_per_kwh, 150.0 / kwh);
+    let c = m.overall.cost.unwrap();
+    // Measured × PUE 1.2, not the nameplate's 1.2 kWh; at $0.25 a kWh, added to the fleet's $6.25.
+    assert_eq!(c.energy_from, Some(EnergySource::Measured));
+    close(c.energy_kwh, kwh * 1.2);
+    close(c.energy_dollars, kwh * 1.2 * 0.25);
+    close(c.total_dollars, 6.25 + kwh * 1.2 * 0.25);
+    close(c.raw_tokens_per_kwh, 1650.0 / (kwh * 1.2));
+
+    // Without samples the nameplate is used, and said so.
+    let data = [write(&dir.path().join("n"), &rows([Status::Ok, Status::Error]), &[])];
+    let profile = CostProfile { energy: Some(EnergyPrice { price_per_kwh: 0.25 }), ..fleet_profile() };
+    let m = compute(&data, &MetricsOptions { cost: Some(profile), ..MetricsOptions::default() });
+    assert_eq!(m.energy, None);
+    let c = m.overall.cost.unwrap();
+    assert_eq!(c.energy_from, Some(EnergySource::Nameplate));
+    close(c.energy_dollars, 1.2 * 0.25);
 }

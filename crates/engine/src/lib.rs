@@ -89,6 +89,7 @@ mod compare;
 mod compute;
 pub mod cost;
 mod distinct;
+pub mod energy;
 pub mod format;
 pub mod merge;
 mod query;
@@ -102,7 +103,8 @@ pub use compute::{
     Cache, Goodput, GroupBy, GroupMetrics, HitRate, InstanceSamples, LoadBucket, METRICS_VERSION, Metrics,
     MetricsOptions, NULL_GROUP, Reasoning, Reuse, Throughput, TimeSplit,
 };
-pub use cost::{Cost, CostError, CostProfile};
+pub use cost::{Cost, CostError, CostProfile, EnergySource};
+pub use energy::{Energy, EnergyFrom, InstanceEnergy};
 pub use merge::{MergeError, MergeKey, MergeOptions, MergePlan, Merged, combine, merge, plan};
 pub use query::{compute_dirs, compute_over, rows_in_input_order};
 pub use slo::{Latency, Slo, SloError};

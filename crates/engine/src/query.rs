@@ -118,9 +118,12 @@ pub async fn compute_over(
             }
         }
     }
+    let (input_tokens, output_tokens) = (overall.throughput.input_tokens, overall.throughput.output_tokens);
+    let energy = crate::energy::measure(context, input_tokens + output_tokens, output_tokens).await?;
     // The fleet serves every group: each is charged a share of it over the overall span.
     let fleet = Fleet {
         hours: overall.throughput.span_s.map(|s| s / 3600.0),
+        measured_kwh: energy.as_ref().map(|e| e.kwh),
         raw_tokens: overall_traffic.raw_tokens,
         rows: overall.requests,
     };
@@ -140,6 +143,7 @@ pub async fn compute_over(
         by: options.by,
         overall,
         groups,
+        energy,
     })
 }
 

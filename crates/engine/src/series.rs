@@ -16,8 +16,18 @@ use crate::compute::NULL_GROUP;
 use crate::query::{ROWS, SAMPLE_COLUMNS, SAMPLES, collect, distributions, rows_sql, run};
 use crate::slo::Latency;
 
-/// Sample metrics the charts draw: KV-cache usage and queue depth.
-pub const SAMPLE_METRICS: &[&str] = &[sample_metrics::KV_CACHE_USAGE, sample_metrics::REQUESTS_WAITING];
+/// Sample metrics the charts draw: KV-cache usage and queue depth, then what the accelerators drew and moved
+/// (power, device memory in use, PCIe and NVLink bytes per second).
+pub const SAMPLE_METRICS: &[&str] = &[
+    sample_metrics::KV_CACHE_USAGE,
+    sample_metrics::REQUESTS_WAITING,
+    sample_metrics::GPU_POWER_W,
+    sample_metrics::GPU_MEMORY_USED_BYTES,
+    sample_metrics::PCIE_TX_BYTES_PER_S,
+    sample_metrics::PCIE_RX_BYTES_PER_S,
+    sample_metrics::NVLINK_TX_BYTES_PER_S,
+    sample_metrics::NVLINK_RX_BYTES_PER_S,
+];
 
 /// What to compute.
 #[derive(Debug, Clone, PartialEq)]
@@ -458,7 +468,7 @@ mod tests {
         samples.push(sample(4 * S, Some("tiny"), metrics::KV_CACHE_USAGE, 0.9));
         samples.push(sample(600 * S, Some("q"), metrics::REQUESTS_WAITING, 4.0));
         // Another metric is not drawn and does not stretch the timeline.
-        samples.push(sample(900 * S, Some("q"), "gpu_power_w", 300.0));
+        samples.push(sample(900 * S, Some("q"), "gpu_utilization", 0.3));
         let series = series(&[], &samples, &options());
         assert_eq!(series.arrivals, None);
         assert_eq!(series.sampled, Some(Timeline { origin: 0, span: 600 * S }));
@@ -479,7 +489,11 @@ mod tests {
         assert!(!short.reduced);
         let (_, queue) = &series.samples[1];
         assert_eq!(queue.drawn, [DrawnInstance { instance: "q".into(), points: vec![(600 * S, 4.0)], reduced: false }]);
-        // Sources of the drawn metrics' samples, in byte order; the power sample's is the same `src-q`.
+        // Every other drawn metric is there, without instances.
+        let drawn: Vec<&str> = series.samples.iter().map(|(metric, _)| *metric).collect();
+        assert_eq!(drawn, SAMPLE_METRICS);
+        assert!(series.samples[2..].iter().all(|(_, s)| s.instances == 0 && s.drawn.is_empty()));
+        // Sources of the drawn metrics' samples, in byte order; the utilization sample's is the same `src-q`.
         assert_eq!(series.sources.count, 5);
         assert_eq!(series.sources.first, ["src-long", "src-none", "src-q", "src-short", "src-tiny"]);
         assert_eq!(series.models, Names::default());

@@ -195,8 +195,7 @@ pub(crate) fn over_time(
 /// An engine sample metric over time, one step line per instance (at most [`MAX_INSTANCES`], the most sampled;
 /// series longer than [`SAMPLE_POINTS`] reduced by the engine to each time bin's maximum).
 pub(crate) fn samples_over_time(samples: &SampleSeries, timeline: Option<&Timeline>, metric: &str) -> String {
-    let kv = metric == infertrace_schema::metrics::KV_CACHE_USAGE;
-    let title = if kv { "KV-cache usage over time" } else { "Queue depth over time" };
+    let (title, unit, scale, least) = sample_chart(metric);
     let Some(timeline) = timeline.filter(|_| !samples.drawn.is_empty()) else {
         return no_data(title, &format!("no {metric} samples"));
     };
@@ -204,13 +203,8 @@ pub(crate) fn samples_over_time(samples: &SampleSeries, timeline: Option<&Timeli
     let reduced = samples.drawn.iter().any(|d| d.reduced);
     let drawn: Vec<(&str, &[(i64, f64)])> =
         samples.drawn.iter().map(|d| (d.instance.as_str(), d.points.as_slice())).collect();
-    let scale = if kv { 100.0 } else { 1.0 };
     let max = drawn.iter().flat_map(|(_, p)| p.iter().map(|p| p.1 * scale)).fold(0.0, f64::max);
-    let y = if kv {
-        Axis::numeric(0.0, max.max(100.0), 5, "KV-cache blocks in use (%)")
-    } else {
-        Axis::numeric(0.0, max.max(1.0), 5, "requests waiting")
-    };
+    let y = Axis::numeric(0.0, max.max(least), 5, unit);
     let mut notes = Vec::new();
     if total > drawn.len() {
         notes.push(format!("the {} most sampled of {total} instances; {} omitted", drawn.len(), total - drawn.len()));
@@ -237,6 +231,25 @@ pub(crate) fn samples_over_time(samples: &SampleSeries, timeline: Option<&Timeli
         }
     }
     chart.finish()
+}
+
+/// The title, axis label, scale from the canonical unit and least top of the axis of a drawn sample metric.
+fn sample_chart(metric: &str) -> (&'static str, &'static str, f64, f64) {
+    use infertrace_schema::metrics as m;
+    const MB: f64 = 1e-6;
+    match metric {
+        m::KV_CACHE_USAGE => ("KV-cache usage over time", "KV-cache blocks in use (%)", 100.0, 100.0),
+        m::REQUESTS_WAITING => ("Queue depth over time", "requests waiting", 1.0, 1.0),
+        m::GPU_POWER_W => ("Accelerator power over time", "power (W)", 1.0, 1.0),
+        m::GPU_MEMORY_USED_BYTES => {
+            ("Device memory (HBM) in use over time", "in use (GiB)", 1.0 / 1_073_741_824.0, 1.0)
+        }
+        m::PCIE_TX_BYTES_PER_S => ("PCIe sent over time", "sent (MB/s)", MB, 1.0),
+        m::PCIE_RX_BYTES_PER_S => ("PCIe received over time", "received (MB/s)", MB, 1.0),
+        m::NVLINK_TX_BYTES_PER_S => ("NVLink sent over time", "sent (MB/s)", MB, 1.0),
+        m::NVLINK_RX_BYTES_PER_S => ("NVLink received over time", "received (MB/s)", MB, 1.0),
+        _ => ("Samples over time", "value", 1.0, 1.0),
+    }
 }
 
 /// Compact token counts: `9,999`, `12.3k`, `4.56M`, `7.89G`.

@@ -44,9 +44,10 @@
 
 use std::fmt::Write as _;
 
+use infertrace_engine::energy::JOULES_PER_KWH;
 use infertrace_engine::format::{count, dollars, percent, quantity, rate, seconds, significant};
 use infertrace_engine::series::{Names, Series, SeriesOptions};
-use infertrace_engine::{Distribution, GroupMetrics, Metrics, NULL_GROUP, SampleSummary};
+use infertrace_engine::{Distribution, EnergySource, GroupMetrics, Metrics, NULL_GROUP, SampleSummary};
 
 mod charts;
 pub mod plot;
@@ -70,8 +71,13 @@ pub fn series_options() -> SeriesOptions {
     charts::series_options()
 }
 
-/// Number of `<svg>` charts (or "no data" panels) every report has.
+/// Number of `<svg>` charts (or "no data" panels) every report has; a dataset with accelerator telemetry adds one
+/// per drawn resource metric that was sampled (power, device memory, PCIe and NVLink each way).
 pub const CHARTS: usize = 10;
+
+/// The sample charts every report has (KV-cache usage and queue depth), the first of
+/// [`infertrace_engine::series::SAMPLE_METRICS`].
+const ENGINE_CHARTS: usize = 2;
 
 /// The report as one self-contained HTML document.
 pub fn render(input: &ReportInput<'_>) -> String {
@@ -110,8 +116,11 @@ pub fn render(input: &ReportInput<'_>) -> String {
             let binned = series.over_time.iter().find(|b| b.0 == latency).map_or(&[][..], |b| b.1.as_slice());
             figure(out, &charts::over_time(binned, arrivals.as_ref(), latency, colour));
         }
-        for (metric, samples) in &series.samples {
-            figure(out, &charts::samples_over_time(samples, sampled.as_ref(), metric));
+        // KV-cache usage and queue depth always; what the accelerators drew and moved where it was sampled.
+        for (i, (metric, samples)) in series.samples.iter().enumerate() {
+            if i < ENGINE_CHARTS || samples.instances > 0 {
+                figure(out, &charts::samples_over_time(samples, sampled.as_ref(), metric));
+            }
         }
         out.push_str("</div>\n");
     });
@@ -122,6 +131,7 @@ pub fn render(input: &ReportInput<'_>) -> String {
         out.push_str("</div>\n");
     });
     section(&mut out, "engine", "Engine samples per instance", |out| out.push_str(&engine_table(overall)));
+    out.push_str(&energy_section(input.metrics));
     out.push_str(&cost_section(input.metrics));
     out.push_str(FOOTER);
     out.push_str("</body>\n</html>\n");
@@ -149,7 +159,15 @@ pub fn cost_section(metrics: &Metrics) -> String {
             }
         }
         row(out, &["total", &format!("{} ({})", dollars(c.total_dollars), parts.join(", "))]);
-        row(out, &["energy", &c.energy_kwh.map_or("-".to_owned(), |k| format!("{} kWh", significant(k, "")))]);
+        let energy = match (c.energy_kwh, c.energy_from) {
+            (Some(kwh), from) => {
+                let from = if from == Some(EnergySource::Measured) { "measured" } else { "nameplate watts" };
+                let priced = c.energy_dollars.map_or(String::new(), |d| format!(", {}", dollars(Some(d))));
+                format!("{} kWh ({from}{priced})", significant(kwh, ""))
+            }
+            (None, _) => "-".to_owned(),
+        };
+        row(out, &["energy", &energy]);
         let outcome = if c.outcome_known { "" } else { "; no outcome recorded, every request counted" };
         row(
             out,
@@ -180,6 +198,50 @@ pub fn cost_section(metrics: &Metrics) -> String {
         row(out, &["effective fraction (goodput of raw tokens)", &percent(c.effective_fraction)]);
         if c.api_equivalent_dollars.is_some() {
             row(out, &["at the profile's per-token prices", &dollars(c.api_equivalent_dollars)]);
+        }
+        out.push_str("</table>\n");
+    });
+    out
+}
+
+/// The energy measured from the dataset's power and energy samples, per instance; nothing without such samples.
+pub fn energy_section(metrics: &Metrics) -> String {
+    let Some(energy) = &metrics.energy else { return String::new() };
+    let mut out = String::new();
+    section(&mut out, "energy", "Measured energy", |out| {
+        let per_kwh = match energy.tokens_per_kwh {
+            Some(tokens) => format!(
+                "{} tokens and {} output tokens per kWh",
+                quantity(Some(tokens)),
+                quantity(energy.output_tokens_per_kwh)
+            ),
+            None => "no request tokens counted".to_owned(),
+        };
+        writeln!(
+            out,
+            "<p>{} kWh over {} instances: {per_kwh}.</p>",
+            significant(energy.kwh, ""),
+            count(energy.instances.len() as u64)
+        )
+        .unwrap();
+        out.push_str("<table class=\"engine\">\n<caption>Per instance, over its own sampled span</caption>\n");
+        out.push_str(
+            "<tr><th>instance</th><th>source</th><th>measured from</th><th>energy</th><th>span</th>\
+             <th>mean power</th></tr>\n",
+        );
+        for i in &energy.instances {
+            let power = i.mean_power_w.map_or("-".to_owned(), |w| format!("{} W", significant(w, "")));
+            row(
+                out,
+                &[
+                    &escape(&i.instance),
+                    &escape(&i.source),
+                    &i.how(),
+                    &format!("{} kWh", significant(i.joules / JOULES_PER_KWH, "")),
+                    &seconds(i.span_s),
+                    &power,
+                ],
+            );
         }
         out.push_str("</table>\n");
     });

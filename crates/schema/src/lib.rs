@@ -29,9 +29,9 @@ pub use dataset::{
 };
 pub use kind::{ColumnKind, Dict, F64, TIME_ZONE, Text, Time, U16, U32, U64, U64List, Utf8};
 pub use manifest::{
-    Assumptions, CacheSimModel, CacheSimRecord, CacheSimTier, DiagnosticSample, DiagnosticSummary, DriftSummary,
-    HashSalt, InputEntry, KindSummary, MANIFEST_FIELDS, Manifest, MergeRecord, Producer, RowCounts, SkippedInput,
-    YearAssumption, YearSource,
+    Assumptions, CacheSimModel, CacheSimRecord, CacheSimTier, CaptureRecord, DiagnosticSample, DiagnosticSummary,
+    DriftSummary, HashSalt, InputEntry, KindSummary, MANIFEST_FIELDS, Manifest, MergeRecord, Producer, RowCounts,
+    SkippedInput, YearAssumption, YearSource,
 };
 pub use partition::PartitionKey;
 pub use table::{ColumnDoc, Table, TableBuilder};

@@ -37,6 +37,9 @@ pub struct Manifest {
     /// How prefix and block hashes were keyed by `--hash-salt`; absent when they were not. Never the salt itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash_salt: Option<HashSalt>,
+    /// How `infertrace capture` wrote the dataset part by part; absent from other datasets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureRecord>,
     /// Rows per table in the whole dataset.
     pub rows: RowCounts,
 }
@@ -55,6 +58,7 @@ impl Manifest {
             cache_sim: None,
             partition_by: None,
             hash_salt: None,
+            capture: None,
             rows: RowCounts::default(),
         }
     }
@@ -67,6 +71,16 @@ pub enum HashSalt {
     /// bytes, seed xxh3_64(salt))`: equal within the dataset, unrelated to any other salt's.
     #[serde(rename = "keyed")]
     Keyed,
+}
+
+/// How a capture wrote its dataset: parts renamed into place as they were finished, this manifest replaced after
+/// each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureRecord {
+    /// Whether the capture ended and wrote its last part; false while it runs, and after it was killed.
+    pub complete: bool,
+    /// Parts written so far.
+    pub parts: u64,
 }
 
 /// What `infertrace cache-sim` did: the dataset it read, the cache it simulated and what that cache served.
@@ -418,6 +432,12 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
         "hash_salt",
         "`keyed` when `--hash-salt` keyed every prefix and block hash (the salt is never stored); absent otherwise.",
     ),
+    (
+        "capture.complete",
+        "`infertrace capture` only: whether the capture ended and wrote its last part (false while it runs, and \
+         after it was killed: the parts listed are complete, later text was lost).",
+    ),
+    ("capture.parts", "`infertrace capture` only: parts written so far, `<table>/date=<day>/part-<n>-<k>.parquet`."),
     ("rows.requests", "Rows of `requests.parquet`."),
     ("rows.samples", "Rows of `samples.parquet`."),
     ("rows.cache_events", "Rows of `cache_events.parquet`."),

@@ -94,6 +94,22 @@ metrics! {
     GPU_POWER_W = "gpu_power_w", "W", "Accelerator power draw.";
     GPU_UTILIZATION = "gpu_utilization", "fraction", "Fraction (0..1) of time the accelerator was busy.";
     GPU_MEMORY_USED_BYTES = "gpu_memory_used_bytes", "bytes", "Accelerator memory in use.";
+    GPU_MEMORY_FREE_BYTES = "gpu_memory_free_bytes", "bytes", "Accelerator memory free.";
+    GPU_ENERGY_JOULES_TOTAL = "gpu_energy_joules_total", "J", "Cumulative energy the accelerator consumed (a counter as scraped; DCGM counts it from the driver's load and resets it when the driver reloads).";
+    GPU_DRAM_ACTIVE = "gpu_dram_active", "fraction", "Fraction (0..1) of cycles the accelerator's device memory (HBM) interface was sending or receiving data: memory-bandwidth pressure.";
+    PCIE_TX_BYTES_PER_S = "pcie_tx_bytes_per_s", "bytes/s", "Bytes per second the accelerator sent over PCIe, protocol headers included.";
+    PCIE_RX_BYTES_PER_S = "pcie_rx_bytes_per_s", "bytes/s", "Bytes per second the accelerator received over PCIe, protocol headers included.";
+    NVLINK_TX_BYTES_PER_S = "nvlink_tx_bytes_per_s", "bytes/s", "Bytes per second the accelerator sent over NVLink (all links).";
+    NVLINK_RX_BYTES_PER_S = "nvlink_rx_bytes_per_s", "bytes/s", "Bytes per second the accelerator received over NVLink (all links).";
+    DISK_READ_BYTES_TOTAL = "disk_read_bytes_total", "bytes", "Cumulative bytes read from one block device (a counter as scraped).";
+    DISK_WRITTEN_BYTES_TOTAL = "disk_written_bytes_total", "bytes", "Cumulative bytes written to one block device (a counter as scraped).";
+    NETWORK_RECEIVE_BYTES_TOTAL = "network_receive_bytes_total", "bytes", "Cumulative bytes received on one network interface (a counter as scraped).";
+    NETWORK_TRANSMIT_BYTES_TOTAL = "network_transmit_bytes_total", "bytes", "Cumulative bytes sent on one network interface (a counter as scraped).";
+    CPU_BUSY_SECONDS_TOTAL = "cpu_busy_seconds_total", "s", "Cumulative CPU time neither idle nor waiting for I/O, summed over a host's CPUs (a counter as scraped).";
+    CPU_IDLE_SECONDS_TOTAL = "cpu_idle_seconds_total", "s", "Cumulative CPU time idle or waiting for I/O, summed over a host's CPUs (a counter as scraped).";
+    CPU_ENERGY_JOULES_TOTAL = "cpu_energy_joules_total", "J", "Cumulative energy a host's CPU packages consumed, summed over its sockets (RAPL `package` domains; a counter as scraped).";
+    HOST_MEMORY_TOTAL_BYTES = "host_memory_total_bytes", "bytes", "A host's usable memory.";
+    HOST_MEMORY_AVAILABLE_BYTES = "host_memory_available_bytes", "bytes", "A host's memory available to new work without swapping (Linux `MemAvailable`).";
 }
 
 /// Whether `name` is a canonical metric name.

@@ -374,6 +374,7 @@ fn manifest_field_docs_match_what_is_serialized() {
     });
     m.partition_by = Some("date".to_owned());
     m.hash_salt = Some(infertrace_schema::HashSalt::Keyed);
+    m.capture = Some(infertrace_schema::CaptureRecord { complete: true, parts: 3 });
     m.cache_sim = Some(infertrace_schema::CacheSimRecord {
         tiers: vec![infertrace_schema::CacheSimTier::default()],
         model: Some(infertrace_schema::CacheSimModel::default()),
