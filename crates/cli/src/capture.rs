@@ -65,19 +65,30 @@ pub enum Origin {
     Stdin,
 }
 
-/// One source of a capture: where its text comes from and, when given, its format.
+/// One source of a capture: where its text comes from, when given its format, and a name for what it serves.
 #[derive(Debug, Clone)]
 pub struct Source {
     /// Where its text comes from.
     pub origin: Origin,
     /// Its adapter; detected from its first text when `None`.
     pub format: Option<&'static dyn Adapter>,
+    /// Put before the instance of every row it makes (the instance itself when the row has none), so that the
+    /// same engine labels scraped from two pods (`engine-0`) stay two instances.
+    pub name: Option<String>,
 }
 
 impl Source {
-    /// A `--scrape` or `--follow` value: `[FORMAT=]URL` or `[FORMAT=]FILE` (`-` for standard input), where FORMAT
-    /// is a format id.
+    /// A `--scrape` or `--follow` value: `[NAME@][FORMAT=]URL` or `[NAME@][FORMAT=]FILE` (`-` for standard input),
+    /// where FORMAT is a format id and NAME letters, digits, `.`, `_` and `-` (a file that exists by the whole text
+    /// is that file).
     pub fn parse(text: &str, scrape: bool) -> Result<Self> {
+        let named = |name: &str| {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        };
+        let (name, text) = match text.split_once('@') {
+            Some((name, rest)) if named(name) && (scrape || !Path::new(text).exists()) => (Some(name.to_owned()), rest),
+            _ => (None, text),
+        };
         let (format, rest) = match text.split_once('=') {
             Some((id, rest)) if registry::by_id(id).is_some() => (registry::by_id(id), rest),
             _ => (None, text),
@@ -92,15 +103,19 @@ impl Source {
         } else {
             Origin::Follow(PathBuf::from(rest))
         };
-        Ok(Self { origin, format })
+        Ok(Self { origin, format, name })
     }
 
-    /// How the manifest names it: the URL, the path as given, or `-`.
+    /// How the manifest names it: the URL, the path as given, or `-`, after its name.
     fn display(&self) -> String {
-        match &self.origin {
+        let origin = match &self.origin {
             Origin::Scrape(url) => url.clone(),
             Origin::Follow(path) => path.display().to_string(),
             Origin::Stdin => "-".to_owned(),
+        };
+        match &self.name {
+            Some(name) => format!("{name}@{origin}"),
+            None => origin,
         }
     }
 }
@@ -315,8 +330,8 @@ fn start_source(
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok().and_then(|d| i64::try_from(d.as_nanos()).ok())),
         Origin::Scrape(_) | Origin::Stdin => None,
     };
-    let (format, display, parse, events) = (source.format, source.display(), options.parse, events.clone());
-    let work = move || parse_source(index, feed, format, &display, parse, modified, &events);
+    let (source, parse, events) = (source.clone(), options.parse, events.clone());
+    let work = move || parse_source(index, feed, &source, parse, modified, &events);
     spawn(format!("parse-{index}"), Box::new(work))
 }
 
@@ -615,12 +630,12 @@ fn hex(hasher: Sha256) -> String {
 fn parse_source(
     index: usize,
     mut feed: Feed,
-    format: Option<&'static dyn Adapter>,
-    display: &str,
+    source: &Source,
     parse: ParseOptions,
     modified: Option<i64>,
     events: &SyncSender<Event>,
 ) {
+    let (format, display) = (source.format, source.display());
     let adapter = match feed.head() {
         Err(e) => {
             let _ = events.send(Event::Ended(index, Err(format!("cannot read {display}: {e}"))));
@@ -652,8 +667,8 @@ fn parse_source(
         return;
     }
     let options = parse;
-    let ctx = ParseContext { source_file: display, options: &options, modified, sidecars: None };
-    let mut sink = Forward { index, events };
+    let ctx = ParseContext { source_file: &display, options: &options, modified, sidecars: None };
+    let mut sink = Forward { index, events, name: source.name.as_deref().map(Arc::from) };
     let mut reader = BufReader::with_capacity(READ_BYTES, feed);
     let report = parallel::sequentially(|| adapter.parse(&mut reader, &ctx, &mut sink));
     let _ = events.send(Event::Ended(index, report.map_err(|e| format!("cannot read {display}: {e}"))));
@@ -663,9 +678,20 @@ fn parse_source(
 struct Forward<'a> {
     index: usize,
     events: &'a SyncSender<Event>,
+    /// The source's name, put before every instance.
+    name: Option<Arc<str>>,
 }
 
 impl Forward<'_> {
+    /// `instance` named by the source: `<name> <instance>`, or the name alone.
+    fn named<T: AsRef<str> + From<String>>(&self, instance: Option<T>) -> Option<T> {
+        let Some(name) = &self.name else { return instance };
+        Some(match instance {
+            Some(instance) => T::from(format!("{name} {}", instance.as_ref())),
+            None => T::from(name.to_string()),
+        })
+    }
+
     fn send(&self, event: Event) -> Result<(), DatasetError> {
         self.events.send(event).map_err(|_| DatasetError::Io {
             action: "hand rows to the writer of",
@@ -676,15 +702,26 @@ impl Forward<'_> {
 }
 
 impl Sink for Forward<'_> {
-    fn request(&mut self, row: RequestRow) -> Result<(), DatasetError> {
+    fn request(&mut self, mut row: RequestRow) -> Result<(), DatasetError> {
+        if self.name.is_some() {
+            row.instance = self.named(row.instance.take());
+            row.prefill_instance = row.prefill_instance.take().and_then(|i| self.named(Some(i)));
+            row.decode_instance = row.decode_instance.take().and_then(|i| self.named(Some(i)));
+        }
         self.send(Event::Request(self.index, Box::new(row)))
     }
 
-    fn sample(&mut self, row: EngineSample) -> Result<(), DatasetError> {
+    fn sample(&mut self, mut row: EngineSample) -> Result<(), DatasetError> {
+        if self.name.is_some() {
+            row.instance = self.named(row.instance.take());
+        }
         self.send(Event::Sample(self.index, row))
     }
 
-    fn cache_event(&mut self, row: CacheEvent) -> Result<(), DatasetError> {
+    fn cache_event(&mut self, mut row: CacheEvent) -> Result<(), DatasetError> {
+        if self.name.is_some() {
+            row.instance = self.named(row.instance.take());
+        }
         self.send(Event::Cache(self.index, Box::new(row)))
     }
 
@@ -987,5 +1024,30 @@ mod tests {
         let s = Source::parse("logs/a=b.log", false).unwrap();
         assert_eq!((s.origin, s.format.is_none()), (Origin::Follow("logs/a=b.log".into()), true));
         assert!(Source::parse("https://example.invalid/metrics", true).is_err());
+        let s = Source::parse("vllm-1@vllm-metrics=http://127.0.0.1:8001/metrics", true).unwrap();
+        assert_eq!((s.name.as_deref(), s.format.map(|a| a.id())), (Some("vllm-1"), Some("vllm-metrics")));
+        assert_eq!(s.display(), "vllm-1@http://127.0.0.1:8001/metrics");
+        let s = Source::parse("pod-a@-", false).unwrap();
+        assert_eq!((s.name.as_deref(), s.origin), (Some("pod-a"), Origin::Stdin));
+    }
+
+    #[test]
+    fn a_named_source_names_the_instances_of_its_rows() {
+        let (events, received) = sync_channel(16);
+        let mut sink = Forward { index: 0, events: &events, name: Some(Arc::from("vllm-1")) };
+        let sample =
+            |instance: Option<&str>| EngineSample { instance: instance.map(Arc::from), ..EngineSample::default() };
+        sink.sample(sample(Some("engine-0"))).unwrap();
+        sink.sample(sample(None)).unwrap();
+        sink.request(RequestRow { decode_instance: Some("d0".into()), ..RequestRow::default() }).unwrap();
+        let got: Vec<String> = received
+            .try_iter()
+            .map(|e| match e {
+                Event::Sample(_, s) => format!("{:?}", s.instance.as_deref()),
+                Event::Request(_, r) => format!("{:?} {:?} {:?}", r.instance, r.prefill_instance, r.decode_instance),
+                _ => panic!("rows only"),
+            })
+            .collect();
+        assert_eq!(got, ["Some(\"vllm-1 engine-0\")", "Some(\"vllm-1\")", "Some(\"vllm-1\") None Some(\"vllm-1 d0\")"]);
     }
 }

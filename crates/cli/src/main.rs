@@ -169,14 +169,15 @@ struct NormalizeArgs {
 
 #[derive(Debug, clap::Args)]
 struct CaptureArgs {
-    /// A Prometheus text endpoint to scrape every --interval, as URL or FORMAT=URL (FORMAT a format id such as
-    /// dcgm-exporter; detected from the first scrape otherwise). Plain http:// only. Repeatable.
-    #[arg(long = "scrape", value_name = "[FORMAT=]URL")]
+    /// A Prometheus text endpoint to scrape every --interval, as URL, FORMAT=URL (FORMAT a format id such as
+    /// dcgm-exporter; detected from the first scrape otherwise) or NAME@… (NAME goes before the instance of every
+    /// row, so that two pods' `engine-0` stay apart). Plain http:// only. Repeatable.
+    #[arg(long = "scrape", value_name = "[NAME@][FORMAT=]URL")]
     scrapes: Vec<String>,
-    /// A log being written, followed as `tail -F` follows it (appends, rotation, truncation), as FILE or
-    /// FORMAT=FILE; `-` is standard input (`kubectl logs -f … | infertrace capture --follow vllm-log=-`).
+    /// A log being written, followed as `tail -F` follows it (appends, rotation, truncation), as FILE, FORMAT=FILE
+    /// or NAME@…; `-` is standard input (`kubectl logs -f … | infertrace capture --follow vllm-log=-`).
     /// Repeatable.
-    #[arg(long = "follow", value_name = "[FORMAT=]FILE")]
+    #[arg(long = "follow", value_name = "[NAME@][FORMAT=]FILE")]
     follows: Vec<String>,
     /// Dataset directory to write.
     #[arg(short, long, value_name = "DIR")]

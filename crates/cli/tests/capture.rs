@@ -218,10 +218,15 @@ fn every_sample_and_request_arrives_once_and_sigint_finishes_the_dataset() {
         let listener = loopback();
         let url = format!("http://127.0.0.1:{}/metrics", listener.local_addr().unwrap().port());
         let served = Arc::new(AtomicU64::new(0));
-        servers.push((format, url.clone(), served.clone(), per_scrape, Server::start(listener, body, served)));
-        // Detected from the first scrape, except SGLang's, given.
+        // Detected from the first scrape, except SGLang's, given; vLLM's named as a pod would be.
+        let (arg, path) = match format {
+            "sglang-metrics" => (format!("sglang-metrics={url}"), url.clone()),
+            "vllm-metrics" => (format!("pod-a@{url}"), format!("pod-a@{url}")),
+            _ => (url.clone(), url.clone()),
+        };
+        servers.push((format, path, served.clone(), per_scrape, Server::start(listener, body, served)));
         args.push("--scrape".into());
-        args.push(if format == "sglang-metrics" { format!("sglang-metrics={url}") } else { url });
+        args.push(arg);
     }
     let out = dir.path().join("live");
     args.extend(["--follow".into(), format!("mooncake={}", log.display()), "--from-start".into()]);
@@ -276,6 +281,14 @@ fn every_sample_and_request_arrives_once_and_sigint_finishes_the_dataset() {
         assert_eq!(sources.iter().filter(|s| s == format).count() as u64, scrapes * per_scrape, "{format}");
     }
     assert_eq!(dataset.samples.num_rows() as u64, manifest.rows.samples);
+    // The named source's instances carry its name: `pod-a engine-0`, `pod-a engine-1`.
+    let instances: BTreeSet<String> = {
+        let column = dataset.samples.column_by_name("instance").unwrap();
+        let column = arrow::compute::cast(column, &arrow::datatypes::DataType::Utf8).unwrap();
+        let column = column.as_string::<i32>();
+        (0..sources.len()).filter(|&i| sources[i] == "vllm-metrics").map(|i| column.value(i).to_owned()).collect()
+    };
+    assert_eq!(instances, BTreeSet::from(["pod-a engine-0".to_owned(), "pod-a engine-1".to_owned()]));
     // Every appended line, across the rotation, is one request.
     let inputs: Vec<i64> = {
         let column = dataset.requests.column_by_name("input_tokens").unwrap();
