@@ -28,8 +28,8 @@ use infertrace_adapter::time::format_rfc3339;
 use infertrace_adapter::{Adapter, Diagnostic, DiagnosticKind, Drift, ParseContext, ParseOptions, Sink, parallel};
 use infertrace_schema::{
     Assumptions, CacheEvent, CaptureRecord, ClockDomain, DatasetError, DatasetWriter, DiagnosticSummary, DriftSummary,
-    EngineSample, InputEntry, MANIFEST_FILE, Manifest, PartitionKey, Producer, RequestRow, RowCounts, SCHEMA_VERSION,
-    manifest_json,
+    EngineSample, HashSalt, InputEntry, MANIFEST_FILE, Manifest, PartitionKey, Producer, RequestRow, RowCounts,
+    SCHEMA_VERSION, manifest_json,
 };
 use sha2::{Digest as _, Sha256};
 
@@ -139,6 +139,8 @@ pub struct CaptureOptions {
     pub from_start: bool,
     /// Replace the output directory if it exists.
     pub force: bool,
+    /// Key every prefix and block hash with this secret, as `normalize --hash-salt` does.
+    pub hash_salt: Option<String>,
     /// Assumptions for times the sources do not carry.
     pub parse: ParseOptions,
 }
@@ -222,7 +224,8 @@ pub fn capture(options: &CaptureOptions) -> Result<CaptureReport> {
     let progress = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
         .with_style(ProgressStyle::with_template("{spinner} {elapsed} {wide_msg}").expect("valid template"));
     progress.enable_steady_tick(Duration::from_millis(250));
-    let mut writer = Parts::new(output, options.parse)?;
+    let salt_key = options.hash_salt.as_ref().map(|salt| infertrace_adapter::hash::salt_key(salt.as_bytes()));
+    let mut writer = Parts::new(output, options.parse, salt_key)?;
     writer.manifest(&states, false)?;
     let mut cut_at = started + options.part_every;
     let mut failure = None;
@@ -738,6 +741,8 @@ impl Sink for Forward<'_> {
 struct Parts<'a> {
     output: &'a Path,
     parse: ParseOptions,
+    /// `hash::salt_key` of `--hash-salt`.
+    salt_key: Option<u64>,
     writer: Option<DatasetWriter>,
     /// Rows in the part in progress.
     rows: u64,
@@ -748,12 +753,12 @@ struct Parts<'a> {
 }
 
 impl<'a> Parts<'a> {
-    fn new(output: &'a Path, parse: ParseOptions) -> Result<Self> {
+    fn new(output: &'a Path, parse: ParseOptions, salt_key: Option<u64>) -> Result<Self> {
         let stale = output.join(PART_DIR);
         if stale.exists() {
             fs::remove_dir_all(&stale).with_context(|| format!("cannot remove {}", stale.display()))?;
         }
-        Ok(Self { output, parse, writer: None, rows: 0, written: RowCounts::default(), parts: 0 })
+        Ok(Self { output, parse, salt_key, writer: None, rows: 0, written: RowCounts::default(), parts: 0 })
     }
 
     /// The part in progress, started if there is none.
@@ -773,7 +778,7 @@ impl<'a> Parts<'a> {
         match event {
             Event::Request(i, mut row) => {
                 let state = &mut states[i];
-                crate::normalize::prepare_request(&mut row, None, &mut |d| {
+                crate::normalize::prepare_request(&mut row, self.salt_key, &mut |d| {
                     state.diagnostics.record(d.kind.as_str(), d.line, d.message)
                 });
                 self.writer()?.push_request(&row).map_err(context)?;
@@ -783,7 +788,8 @@ impl<'a> Parts<'a> {
                 self.writer()?.push_sample(&row).map_err(context)?;
                 states[i].records.samples += 1;
             }
-            Event::Cache(i, row) => {
+            Event::Cache(i, mut row) => {
+                crate::normalize::key_cache_event(&mut row, self.salt_key);
                 self.writer()?.push_cache_event(&row).map_err(context)?;
                 states[i].records.cache_events += 1;
             }
@@ -897,7 +903,7 @@ impl<'a> Parts<'a> {
             merge: None,
             cache_sim: None,
             partition_by: Some(PartitionKey::Date.as_str().to_owned()),
-            hash_salt: None,
+            hash_salt: self.salt_key.map(|_| HashSalt::Keyed),
             capture: Some(CaptureRecord { complete, parts: self.parts }),
             rows: self.written,
         }

@@ -200,6 +200,9 @@ struct CaptureArgs {
     /// Read followed files from their start, not only what is appended after the capture starts.
     #[arg(long)]
     from_start: bool,
+    /// Key every prefix and block hash with this secret, as `normalize --hash-salt` does. Not stored.
+    #[arg(long, value_name = "SALT")]
+    hash_salt: Option<String>,
     /// Replace the output directory if it exists.
     #[arg(long)]
     force: bool,
@@ -847,6 +850,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 part_rows: args.part_rows.max(1),
                 from_start: args.from_start,
                 force: args.force,
+                hash_salt: args.hash_salt,
                 parse: ParseOptions { year: args.year, utc_offset: args.utc_offset, ..ParseOptions::default() },
             };
             #[allow(clippy::print_stderr)]

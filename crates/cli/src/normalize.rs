@@ -589,6 +589,15 @@ pub(crate) fn prepare_request(row: &mut RequestRow, salt_key: Option<u64>, diagn
     }
 }
 
+/// Keys a cache event's block and parent hashes with `salt_key`, as `prepare_request` keys prefix hashes.
+pub(crate) fn key_cache_event(row: &mut CacheEvent, salt_key: Option<u64>) {
+    if let Some(key) = salt_key {
+        for hash in [&mut row.block_hash, &mut row.parent_hash].into_iter().flatten() {
+            *hash = hash::keyed(*hash, key);
+        }
+    }
+}
+
 /// Forwards an adapter's rows to the dataset, filling derivable durations, keying hashes with `--hash-salt`, and
 /// tallies its diagnostics.
 struct DatasetSink<'w> {
@@ -641,11 +650,7 @@ impl Sink for DatasetSink<'_> {
     }
 
     fn cache_event(&mut self, mut row: CacheEvent) -> Result<(), DatasetError> {
-        if let Some(key) = self.salt_key {
-            for hash in [&mut row.block_hash, &mut row.parent_hash].into_iter().flatten() {
-                *hash = hash::keyed(*hash, key);
-            }
-        }
+        key_cache_event(&mut row, self.salt_key);
         self.writer.push_cache_event(&row)?;
         self.records.cache_events += 1;
         Ok(())

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use arrow::array::AsArray;
+use arrow::array::{Array as _, AsArray};
 use arrow::datatypes::Int64Type;
 use infertrace_schema::{CacheEvent, Dataset, EngineSample, RequestRow, read_manifest, read_table};
 
@@ -403,4 +403,57 @@ fn sigkill_at_random_points_leaves_only_readable_parts() {
         eprintln!("round {round}: {} parts after {i} lines", parts(&out).len());
     }
     server.shut();
+}
+
+#[test]
+fn a_salted_capture_keys_hashes_as_normalize_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("trace.jsonl");
+    let text: String = (0..5).map(trace_line).collect();
+    std::fs::write(&log, &text).unwrap();
+    let live = dir.path().join("live");
+    let follow = format!("mooncake={}", log.display());
+    let args = ["--follow", &follow, "--from-start", "--duration", "1500ms", "--hash-salt", "tenant-7", "-o"];
+    let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    args.push(live.display().to_string());
+    let (code, stderr) = finished(capture(&args));
+    assert_eq!(code, 0, "{stderr}");
+    let normalized = dir.path().join("normalized");
+    let output = Command::new(env!("CARGO_BIN_EXE_infertrace"))
+        .args(["normalize", "--hash-salt", "tenant-7", "-o"])
+        .arg(&normalized)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let hashes = |dir: &Path| {
+        let requests = read_table::<RequestRow>(dir).unwrap();
+        let column = requests.column_by_name("prefix_hashes").unwrap();
+        let list = column.as_list::<i32>();
+        (0..list.len())
+            .map(|i| arrow::compute::cast(&list.value(i), &arrow::datatypes::DataType::UInt64).unwrap())
+            .map(|v| v.as_primitive::<arrow::datatypes::UInt64Type>().values().to_vec())
+            .collect::<Vec<Vec<u64>>>()
+    };
+    let (captured, salted) = (hashes(&live), hashes(&normalized));
+    assert_eq!(captured.len(), 5);
+    assert_eq!(captured, salted);
+    // Unsalted, the first block hashes differ.
+    let plain = dir.path().join("plain");
+    common_normalize(&log, &plain);
+    assert!(hashes(&plain).iter().zip(&captured).all(|(a, b)| a != b));
+    let manifest = read_manifest(&live).unwrap();
+    assert_eq!(manifest.hash_salt, Some(infertrace_schema::HashSalt::Keyed));
+}
+
+fn common_normalize(input: &Path, output: &Path) {
+    let status = Command::new(env!("CARGO_BIN_EXE_infertrace"))
+        .args(["normalize", "-o"])
+        .arg(output)
+        .arg(input)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
