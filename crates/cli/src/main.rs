@@ -53,10 +53,12 @@ enum Command {
     #[command(subcommand)]
     Synth(SynthCommand),
     /// Summarise datasets: status counts, latency distributions, throughput, goodput, cache hit and reuse rates,
-    /// reasoning depth, KV-cache usage and queue depth per instance.
+    /// reasoning depth, KV-cache usage and queue depth per instance, and the energy measured by power or energy
+    /// samples.
     Metrics(MetricsArgs),
     /// Write a self-contained HTML report of datasets: latency CDFs and latency over time, KV-cache usage and queue
-    /// depth per instance, cache hit rate per tier, TTFT under load and the summary tables.
+    /// depth per instance (and accelerator power, memory and PCIe/NVLink traffic where sampled), cache hit rate
+    /// per tier, TTFT under load, measured energy and the summary tables.
     Report(ReportArgs),
     /// Compare the metrics of two datasets (measured vs replayed, before vs after): every figure of A and B with
     /// B − A and (B − A) / |A|.
