@@ -11,7 +11,7 @@
 
 use std::io::BufRead;
 
-use infertrace_adapter::prometheus::{SampleLine, Target, read_scrapes};
+use infertrace_adapter::prometheus::{SampleLine, Target, names_series, read_scrapes};
 use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::metrics;
 
@@ -88,10 +88,7 @@ impl Adapter for SglangMetrics {
     }
 
     fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
-        let text = head.text();
-        text.lines()
-            .any(|l| l.starts_with("# TYPE sglang:") || l.starts_with("# HELP sglang:") || l.starts_with("sglang:"))
-            .then_some(Confidence::High)
+        names_series(head, "sglang:").then_some(Confidence::High)
     }
 
     fn parse(

@@ -28,7 +28,7 @@
 
 use std::io::BufRead;
 
-use infertrace_adapter::prometheus::{SampleLine, Target, read_scrapes};
+use infertrace_adapter::prometheus::{SampleLine, Target, names_series, read_scrapes};
 use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::metrics;
 
@@ -112,10 +112,7 @@ impl Adapter for DcgmExporter {
     }
 
     fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
-        head.text()
-            .lines()
-            .any(|l| l.starts_with("DCGM_FI_") || l.starts_with("# HELP DCGM_FI_") || l.starts_with("# TYPE DCGM_FI_"))
-            .then_some(Confidence::High)
+        names_series(head, "DCGM_FI_").then_some(Confidence::High)
     }
 
     fn parse(

@@ -21,7 +21,7 @@
 
 use std::io::BufRead;
 
-use infertrace_adapter::prometheus::{SampleLine, Target, read_scrapes};
+use infertrace_adapter::prometheus::{SampleLine, Target, names_series, read_scrapes};
 use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::metrics;
 
@@ -84,10 +84,7 @@ impl Adapter for NodeExporter {
     }
 
     fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
-        head.text()
-            .lines()
-            .any(|l| l.starts_with("# HELP node_") || l.starts_with("# TYPE node_") || l.starts_with("node_"))
-            .then_some(Confidence::High)
+        names_series(head, "node_").then_some(Confidence::High)
     }
 
     fn parse(

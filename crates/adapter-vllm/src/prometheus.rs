@@ -16,7 +16,7 @@
 
 use std::io::BufRead;
 
-use infertrace_adapter::prometheus::{SampleLine, Target, read_scrapes};
+use infertrace_adapter::prometheus::{SampleLine, Target, names_series, read_scrapes};
 use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::metrics;
 
@@ -100,10 +100,7 @@ impl Adapter for VllmMetrics {
     }
 
     fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
-        let text = head.text();
-        text.lines()
-            .any(|l| l.starts_with("# TYPE vllm:") || l.starts_with("# HELP vllm:") || l.starts_with("vllm:"))
-            .then_some(Confidence::High)
+        names_series(head, "vllm:").then_some(Confidence::High)
     }
 
     fn parse(

@@ -205,6 +205,17 @@ pub struct InputDigest {
     pub sha256: String,
 }
 
+impl InputDigest {
+    /// The digest of `bytes` bytes that `sha` has hashed.
+    pub fn new(bytes: u64, sha: Sha256) -> Self {
+        let mut sha256 = String::with_capacity(64);
+        for byte in sha.finalize().iter() {
+            write!(sha256, "{byte:02x}").expect("writing to a String cannot fail");
+        }
+        Self { bytes, sha256 }
+    }
+}
+
 /// Called with the number of stored bytes each time some are read, to drive a progress bar.
 pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
@@ -650,11 +661,7 @@ impl Input {
                 stored.finish()?
             }
         };
-        let mut sha256 = String::with_capacity(64);
-        for byte in sha.finalize().iter() {
-            write!(sha256, "{byte:02x}").expect("writing to a String cannot fail");
-        }
-        Ok(InputDigest { bytes, sha256 })
+        Ok(InputDigest::new(bytes, sha))
     }
 }
 

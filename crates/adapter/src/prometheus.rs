@@ -89,6 +89,15 @@ pub fn time_line(line: &str) -> Option<i64> {
     (text.len() >= 20 && text.as_bytes()[10] == b'T').then(|| parse_rfc3339(text).ok()).flatten()
 }
 
+/// Whether a line of `head` is a sample, `# HELP` or `# TYPE` line of a series whose name starts with `prefix`: how
+/// the metrics adapters of one program (`vllm:`, `DCGM_FI_`) recognise its scrapes.
+pub fn names_series(head: &crate::Head<'_>, prefix: &str) -> bool {
+    head.text().lines().any(|line| {
+        let name = line.strip_prefix("# HELP ").or_else(|| line.strip_prefix("# TYPE ")).unwrap_or(line);
+        name.starts_with(prefix)
+    })
+}
+
 impl SampleLine<'_> {
     /// The value of label `key`, if present.
     pub fn label(&self, key: &str) -> Option<&str> {

@@ -7,7 +7,7 @@
 //! format's adapter over that text as over a file, one line at a time. The adapters' rows go through one channel to
 //! the writing thread, which writes them as parts: every `--part-every` (or `--part-rows` rows) it finishes the
 //! part's dataset in a hidden directory and renames its table files into place as
-//! `<table>/date=<day>/part-<n>.parquet`, then replaces `manifest.json`. A reader sees only complete files; a
+//! `<table>/date=<day>/part-<n>-<k>.parquet`, then replaces `manifest.json`. A reader sees only complete files; a
 //! SIGKILL loses the part in progress and no more. SIGINT or SIGTERM (or `--duration`) ends every source at its
 //! current end, writes the last part and a manifest marked complete; a second signal exits at once.
 //!
@@ -25,7 +25,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use infertrace_adapter::time::format_rfc3339;
-use infertrace_adapter::{Adapter, Diagnostic, DiagnosticKind, Drift, ParseContext, ParseOptions, Sink, parallel};
+use infertrace_adapter::{
+    Adapter, Diagnostic, DiagnosticKind, Drift, InputDigest, ParseContext, ParseOptions, Sink, parallel,
+};
 use infertrace_schema::{
     Assumptions, CacheEvent, CaptureRecord, ClockDomain, DatasetError, DatasetWriter, DiagnosticSummary, DriftSummary,
     EngineSample, HashSalt, InputEntry, MANIFEST_FILE, Manifest, PartitionKey, Producer, RequestRow, RowCounts,
@@ -110,7 +112,8 @@ impl Source {
     fn display(&self) -> String {
         let origin = match &self.origin {
             Origin::Scrape(url) => url.clone(),
-            Origin::Follow(path) => path.display().to_string(),
+            // Recorded as `normalize` records a path: relative, never an absolute path of this machine.
+            Origin::Follow(path) => crate::paths::display_path(path, path),
             Origin::Stdin => "-".to_owned(),
         };
         match &self.name {
@@ -166,19 +169,19 @@ enum Event {
     Failed(String),
 }
 
-/// What the bytes of a source have been so far: count, lines and digest.
+/// What the bytes of a source have been so far: count, lines, and the hash of them, finished only when a manifest
+/// is written.
 #[derive(Debug, Default, Clone)]
 struct Tally {
     bytes: u64,
     lines: u64,
-    sha256: String,
+    sha: Sha256,
 }
 
 /// The state of one source on the writing thread.
 struct SourceState {
     display: String,
     format: Option<&'static str>,
-    clock_domain: ClockDomain,
     /// Rows made so far, the part in progress included.
     records: RowCounts,
     /// Rows in the parts written: what the manifest counts.
@@ -209,7 +212,6 @@ pub fn capture(options: &CaptureOptions) -> Result<CaptureReport> {
         states.push(SourceState {
             display: source.display(),
             format: source.format.map(|a| a.id()),
-            clock_domain: ClockDomain::Utc,
             records: RowCounts::default(),
             written: RowCounts::default(),
             diagnostics: DiagnosticSummary::default(),
@@ -244,7 +246,8 @@ pub fn capture(options: &CaptureOptions) -> Result<CaptureReport> {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        if writer.rows >= options.part_rows || Instant::now() >= cut_at {
+        let pending = sum(&states, |s| s.records).total() - sum(&states, |s| s.written).total();
+        if pending >= options.part_rows || Instant::now() >= cut_at {
             writer.cut(&mut states)?;
             cut_at = Instant::now() + options.part_every;
             progress.set_message(status(&states, writer.parts));
@@ -260,17 +263,25 @@ pub fn capture(options: &CaptureOptions) -> Result<CaptureReport> {
     Ok(CaptureReport { manifest, parts: writer.parts })
 }
 
+/// The rows of every source, as `rows` counts them.
+fn sum(states: &[SourceState], rows: impl Fn(&SourceState) -> RowCounts) -> RowCounts {
+    states.iter().map(rows).fold(RowCounts::default(), |mut all, one| {
+        all += one;
+        all
+    })
+}
+
 /// What the capture has written so far, in one line.
 fn status(states: &[SourceState], parts: u64) -> String {
     let count = crate::summary::count;
-    let sum = |f: fn(&SourceState) -> u64| states.iter().map(f).sum::<u64>();
+    let written = sum(states, |s| s.written);
     format!(
         "{} parts · {} requests · {} samples · {} cache events · {} diagnostics",
         count(parts),
-        count(sum(|s| s.written.requests)),
-        count(sum(|s| s.written.samples)),
-        count(sum(|s| s.written.cache_events)),
-        count(sum(|s| s.diagnostics.total)),
+        count(written.requests),
+        count(written.samples),
+        count(written.cache_events),
+        count(states.iter().map(|s| s.diagnostics.total).sum()),
     )
 }
 
@@ -382,7 +393,7 @@ fn scrape(
                 if !text.ends_with(b"\n") {
                     text.push(b'\n');
                 }
-                lines += memchr_count(&text);
+                lines += newlines(&text);
                 if chunks.send(Ok(text)).is_err() {
                     return;
                 }
@@ -417,7 +428,8 @@ fn error_kind(error: &ureq::Error) -> String {
     }
 }
 
-fn memchr_count(bytes: &[u8]) -> u64 {
+/// Newlines in `bytes`.
+fn newlines(bytes: &[u8]) -> u64 {
     bytes.iter().filter(|&&b| b == b'\n').count() as u64
 }
 
@@ -474,7 +486,7 @@ fn follow(
             Ok(0) => {}
             Ok(n) => {
                 read += n as u64;
-                lines += memchr_count(&buffer[..n]);
+                lines += newlines(&buffer[..n]);
                 if chunks.send(Ok(buffer[..n].to_vec())).is_err() {
                     return;
                 }
@@ -545,13 +557,12 @@ struct Feed {
     at: usize,
     ended: bool,
     stop: Option<Arc<AtomicBool>>,
-    hasher: Sha256,
     tally: Arc<Mutex<Tally>>,
 }
 
 impl Feed {
     fn new(chunks: Receiver<io::Result<Vec<u8>>>, stop: Option<Arc<AtomicBool>>, tally: Arc<Mutex<Tally>>) -> Self {
-        Self { chunks, chunk: Vec::new(), at: 0, ended: false, stop, hasher: Sha256::new(), tally }
+        Self { chunks, chunk: Vec::new(), at: 0, ended: false, stop, tally }
     }
 
     /// Takes the next chunk into the buffer, after what is left of it; `false` at the end (or after `wait`).
@@ -565,11 +576,10 @@ impl Feed {
         match next {
             Ok(Ok(chunk)) if chunk.is_empty() => self.ended = true,
             Ok(Ok(chunk)) => {
-                self.hasher.update(&chunk);
                 let mut tally = self.tally.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 tally.bytes += chunk.len() as u64;
-                tally.lines += memchr_count(&chunk);
-                tally.sha256 = hex(self.hasher.clone());
+                tally.lines += newlines(&chunk);
+                tally.sha.update(&chunk);
                 drop(tally);
                 self.chunk.drain(..self.at);
                 self.at = 0;
@@ -619,14 +629,6 @@ impl Read for Feed {
         self.at += n;
         Ok(n)
     }
-}
-
-fn hex(hasher: Sha256) -> String {
-    use std::fmt::Write as _;
-    hasher.finalize().iter().fold(String::with_capacity(64), |mut out, byte| {
-        let _ = write!(out, "{byte:02x}");
-        out
-    })
 }
 
 /// Detects the format of one source and runs its adapter over its text, forwarding what it makes.
@@ -744,10 +746,6 @@ struct Parts<'a> {
     /// `hash::salt_key` of `--hash-salt`.
     salt_key: Option<u64>,
     writer: Option<DatasetWriter>,
-    /// Rows in the part in progress.
-    rows: u64,
-    /// Rows in the parts written.
-    written: RowCounts,
     /// Parts written.
     parts: u64,
 }
@@ -758,7 +756,7 @@ impl<'a> Parts<'a> {
         if stale.exists() {
             fs::remove_dir_all(&stale).with_context(|| format!("cannot remove {}", stale.display()))?;
         }
-        Ok(Self { output, parse, salt_key, writer: None, rows: 0, written: RowCounts::default(), parts: 0 })
+        Ok(Self { output, parse, salt_key, writer: None, parts: 0 })
     }
 
     /// The part in progress, started if there is none.
@@ -795,32 +793,22 @@ impl<'a> Parts<'a> {
             }
             Event::Diagnostic(i, d) => {
                 states[i].diagnostics.record(d.kind.as_str(), d.line, d.message);
-                return Ok(());
             }
             Event::Drift(i, drift) => {
                 states[i].drift = Some(drift);
-                return Ok(());
             }
             Event::Detected(i, id) => {
                 states[i].format = Some(id);
-                return Ok(());
             }
-            Event::Ended(i, report) => {
-                match report {
-                    Ok(report) => {
-                        states[i].clock_domain = report.clock_domain;
-                        states[i].report = Some(report);
-                    }
-                    Err(message) => {
-                        let d = Diagnostic::new(0, DiagnosticKind::SourceUnavailable, message);
-                        states[i].diagnostics.record(d.kind.as_str(), d.line, d.message);
-                    }
+            Event::Ended(i, report) => match report {
+                Ok(report) => states[i].report = Some(report),
+                Err(message) => {
+                    let d = Diagnostic::new(0, DiagnosticKind::SourceUnavailable, message);
+                    states[i].diagnostics.record(d.kind.as_str(), d.line, d.message);
                 }
-                return Ok(());
-            }
-            Event::Failed(_) => return Ok(()),
+            },
+            Event::Failed(_) => {}
         }
-        self.rows += 1;
         Ok(())
     }
 
@@ -832,7 +820,7 @@ impl<'a> Parts<'a> {
             return Ok(());
         };
         let dir = self.output.join(PART_DIR);
-        let written = writer
+        writer
             .finish(self.manifest_of(states, false))
             .with_context(|| format!("cannot write a part of {}", self.output.display()))?;
         let sequence = self.parts;
@@ -854,11 +842,7 @@ impl<'a> Parts<'a> {
             }
         }
         fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
-        self.written.requests += written.rows.requests;
-        self.written.samples += written.rows.samples;
-        self.written.cache_events += written.rows.cache_events;
         self.parts += 1;
-        self.rows = 0;
         for state in states.iter_mut() {
             state.written = state.records;
         }
@@ -872,15 +856,17 @@ impl<'a> Parts<'a> {
             .iter()
             .map(|state| {
                 let tally = state.tally.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+                let digest = InputDigest::new(tally.bytes, tally.sha);
                 let report = state.report.as_ref();
                 InputEntry {
                     path: state.display.clone(),
-                    bytes: tally.bytes,
-                    sha256: if tally.sha256.is_empty() { hex(Sha256::new()) } else { tally.sha256 },
+                    bytes: digest.bytes,
+                    sha256: digest.sha256,
                     compression: "none".to_owned(),
                     format: state.format.unwrap_or("unknown").to_owned(),
                     format_version: report.and_then(|r| r.format_version.clone()),
-                    clock_domain: state.clock_domain,
+                    // Scrapes are timed by the capturing machine; a log's own clock is known at its end.
+                    clock_domain: report.map_or(ClockDomain::Utc, |r| r.clock_domain),
                     year: report.and_then(|r| r.year),
                     lines: tally.lines,
                     records: state.written,
@@ -905,7 +891,7 @@ impl<'a> Parts<'a> {
             partition_by: Some(PartitionKey::Date.as_str().to_owned()),
             hash_salt: self.salt_key.map(|_| HashSalt::Keyed),
             capture: Some(CaptureRecord { complete, parts: self.parts }),
-            rows: self.written,
+            rows: sum(states, |s| s.written),
         }
     }
 

@@ -262,6 +262,7 @@ fn render_cost(out: &mut String, c: &Cost) {
         ("accelerators", c.accelerator_dollars),
         ("storage", c.storage_dollars),
         ("I/O", c.io_dollars),
+        ("energy", c.energy_dollars),
         ("tokens", c.token_dollars),
     ] {
         if value.is_some() {
@@ -283,11 +284,7 @@ fn render_cost(out: &mut String, c: &Cost) {
             Some(EnergySource::Measured) => "measured",
             _ => "nameplate",
         };
-        write!(line, "; {} kWh ({from}", significant(kwh, "")).unwrap();
-        if c.energy_dollars.is_some() {
-            write!(line, ", {}", dollars(c.energy_dollars)).unwrap();
-        }
-        line.push(')');
+        write!(line, "; {} kWh ({from})", significant(kwh, "")).unwrap();
     }
     writeln!(out, "{line}").unwrap();
     let outcome = if c.outcome_known { "" } else { "; outcomes unknown, every request counted" };

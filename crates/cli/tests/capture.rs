@@ -264,6 +264,9 @@ fn every_sample_and_request_arrives_once_and_sigint_finishes_the_dataset() {
     let manifest = &dataset.manifest;
     assert!(manifest.capture.unwrap().complete, "{manifest:?}");
     assert!(manifest.capture.unwrap().parts >= 3);
+    // The followed file is recorded as `normalize` records paths: never absolute.
+    assert!(manifest.inputs.iter().any(|i| i.path.ends_with("app.log")));
+    assert!(manifest.inputs.iter().all(|i| !i.path.starts_with('/')), "{:?}", manifest.inputs);
     // Every scrape served became exactly its samples, in its source's format.
     for (format, url, scrapes, per_scrape) in &served {
         let input = manifest.inputs.iter().find(|i| &i.path == url).unwrap();

@@ -32,13 +32,13 @@
 //! - accelerators $ = `count × price_per_hour × H`;
 //! - energy kWh = the **measured** energy of the dataset's power or energy samples ([`crate::energy`]) × `pue`
 //!   where there are such samples, else the **nameplate** `count × watts × pue × H / 1000`; `energy_from` says
-//!   which; energy $ = kWh × `price_per_kwh`;
+//!   which; energy $ = kWh × `price_per_kwh`, with an `[accelerator]` only (an API user pays no electricity);
 //! - storage $ = `capacity_gb × price_per_gb_month × H / 730`;
 //! - I/O $ = Σ(`cached_tokens_disk` + `cached_tokens_remote`) × `kv_bytes_per_token` / 10⁹ × `io_price_per_gb`;
 //! - token $ = Σ over rows of (`input_tokens` − `cached_tokens`) × input price + `cached_tokens` × cached price +
 //!   `output_tokens` × output price (a missing count adds nothing);
-//! - total $ = accelerators + storage + I/O + energy with an `[accelerator]`; without one, token $ + storage + I/O (an API
-//!   user's bill). With both, token $ is reported apart as `api_equivalent_dollars`, what the same traffic would
+//! - total $ = accelerators + storage + I/O + energy with an `[accelerator]`; without one, token $ + storage + I/O
+//!   (an API user's bill). With both, token $ is reported apart as `api_equivalent_dollars`, what the same traffic would
 //!   cost at those prices.
 //! - **successful answers**: rows meeting every SLO when `--slo` is given, else rows with status `ok`; when no
 //!   row's outcome is known (most public traces) every row counts, and `outcome_known` is false.
@@ -49,8 +49,8 @@
 //! - `effective_fraction` = effective tokens / raw tokens: goodput as a fraction of raw throughput.
 //!
 //! The fleet serves every group at once, so with `--by` each group is charged the fleet's accelerator, storage and
-//! energy (measured or nameplate) over the overall span in proportion to its share of raw tokens (of rows when no token is counted):
-//! the groups' costs add up to the total. I/O and token $ are the group's own.
+//! energy (measured or nameplate) over the overall span in proportion to its share of raw tokens (of rows when no
+//! token is counted): the groups' costs add up to the total. I/O and token $ are the group's own.
 
 use serde::{Deserialize, Serialize};
 
@@ -205,7 +205,7 @@ pub struct Cost {
     pub energy_kwh: Option<f64>,
     /// Where `energy_kwh` came from.
     pub energy_from: Option<EnergySource>,
-    /// Energy, $: `energy_kwh × energy.price_per_kwh`; null without a price.
+    /// Energy, $: `energy_kwh × energy.price_per_kwh`; null without a price or without an `[accelerator]`.
     pub energy_dollars: Option<f64>,
     /// Whether any row's outcome is known; when not, every row counts as successful.
     pub outcome_known: bool,
@@ -299,8 +299,8 @@ pub(crate) fn cost(profile: &CostProfile, fleet: Fleet, traffic: &Traffic) -> Co
             cost.energy_kwh = a.watts.and_then(|w| charged.map(|h| f64::from(a.count) * w * pue * h / 1000.0));
             cost.energy_from = cost.energy_kwh.map(|_| EnergySource::Nameplate);
         }
+        cost.energy_dollars = profile.energy.as_ref().and_then(|e| cost.energy_kwh.map(|k| k * e.price_per_kwh));
     }
-    cost.energy_dollars = profile.energy.as_ref().and_then(|e| cost.energy_kwh.map(|k| k * e.price_per_kwh));
     if let Some(s) = &profile.storage {
         cost.storage_dollars = charged.map(|h| s.capacity_gb * s.price_per_gb_month * h / HOURS_PER_MONTH);
         if let (Some(price), Some(bytes)) = (s.io_price_per_gb, s.kv_bytes_per_token) {

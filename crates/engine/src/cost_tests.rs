@@ -220,6 +220,18 @@ fn measured_energy_replaces_the_nameplate_and_is_priced() {
     close(c.total_dollars, 6.25 + kwh * 1.2 * 0.25);
     close(c.raw_tokens_per_kwh, 1650.0 / (kwh * 1.2));
 
+    // An API user's bill: the measured energy is reported (no PUE without a fleet), but not charged.
+    let profile = CostProfile {
+        accelerator: None,
+        storage: None,
+        energy: Some(EnergyPrice { price_per_kwh: 0.25 }),
+        ..fleet_profile()
+    };
+    let c = compute(&data, &MetricsOptions { cost: Some(profile), ..MetricsOptions::default() }).overall.cost.unwrap();
+    close(c.energy_kwh, kwh);
+    assert_eq!(c.energy_dollars, None);
+    close(c.total_dollars, 0.00144);
+
     // Without samples the nameplate is used, and said so.
     let data = [write(&dir.path().join("n"), &rows([Status::Ok, Status::Error]), &[])];
     let profile = CostProfile { energy: Some(EnergyPrice { price_per_kwh: 0.25 }), ..fleet_profile() };

@@ -153,56 +153,50 @@ pub(crate) async fn measure(
          WHERE CAST(metric AS VARCHAR) IN ('{gpu}', '{power}', '{cpu}') AND abs(value) < CAST('inf' AS DOUBLE) \
          AND time IS NOT NULL ORDER BY s, i, m, t, ordinal"
     );
-    let mut walks: BTreeMap<(String, String, String), Walk> = BTreeMap::new();
+    // Per (source, instance), the walk of each of the three metrics, in the order of `metrics`; the sort hands
+    // each walk's samples in a run, so only the current run's key is held as text.
+    let metrics = [gpu, power, cpu];
+    let mut walks: BTreeMap<(String, String), [Option<Walk>; 3]> = BTreeMap::new();
+    let mut current: Option<((String, String), usize, Walk)> = None;
     let mut stream = context.sql(&query).await?.execute_stream().await?;
-    let mut current: Option<((String, String, String), Walk)> = None;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         let text = |i: usize| cast(batch.column(i), &DataType::Utf8);
-        let (sources, instances, metrics) = (text(0)?, text(1)?, text(2)?);
-        let (sources, instances, metrics) =
-            (sources.as_string::<i32>(), instances.as_string::<i32>(), metrics.as_string::<i32>());
+        let (sources, instances, names) = (text(0)?, text(1)?, text(2)?);
+        let (sources, instances, names) =
+            (sources.as_string::<i32>(), instances.as_string::<i32>(), names.as_string::<i32>());
         let (times, values) = (cast(batch.column(3), &DataType::Int64)?, cast(batch.column(4), &DataType::Float64)?);
         let (times, values) = (times.as_primitive::<Int64Type>(), values.as_primitive::<Float64Type>());
         for row in 0..batch.num_rows() {
             let (t, v) = (times.value(row), values.value(row));
-            let key = (sources.value(row), instances.value(row), metrics.value(row));
+            let metric = metrics.iter().position(|m| *m == names.value(row)).expect("the query selects these");
             match &mut current {
-                Some((k, walk)) if (k.0.as_str(), k.1.as_str(), k.2.as_str()) == key => {
-                    if key.2 == power {
-                        walk.integrate(t, v)
-                    } else {
-                        walk.count(t, v)
-                    }
+                Some(((s, i), m, walk))
+                    if (s.as_str(), i.as_str(), *m) == (sources.value(row), instances.value(row), metric) =>
+                {
+                    if metrics[metric] == power { walk.integrate(t, v) } else { walk.count(t, v) }
                 }
                 _ => {
-                    if let Some((k, walk)) = current.take() {
-                        walks.insert(k, walk);
+                    if let Some((key, m, walk)) = current.take() {
+                        walks.entry(key).or_default()[m] = Some(walk);
                     }
-                    current = Some(((key.0.to_owned(), key.1.to_owned(), key.2.to_owned()), Walk::new(t, v)));
+                    let key = (sources.value(row).to_owned(), instances.value(row).to_owned());
+                    current = Some((key, metric, Walk::new(t, v)));
                 }
             }
         }
     }
-    if let Some((k, walk)) = current {
-        walks.insert(k, walk);
+    if let Some((key, m, walk)) = current {
+        walks.entry(key).or_default()[m] = Some(walk);
     }
     // Per instance, the accelerator's counter where it was sampled twice, else its power; and the CPUs' counter.
     let mut instances: Vec<InstanceEnergy> = Vec::new();
-    let used = |source: &str, instance: &str, metric: &str| {
-        walks.get(&(source.to_owned(), instance.to_owned(), metric.to_owned())).filter(|w| w.samples > 1)
-    };
-    let keys: std::collections::BTreeSet<(&str, &str)> =
-        walks.keys().map(|(s, i, _)| (s.as_str(), i.as_str())).collect();
-    for (source, instance) in keys {
-        match (used(source, instance, gpu), used(source, instance, power)) {
-            (Some(walk), _) => instances.push(walk.instance(source, instance, gpu)),
-            (None, Some(walk)) => instances.push(walk.instance(source, instance, power)),
-            (None, None) => {}
-        }
-        if let Some(walk) = used(source, instance, cpu) {
-            instances.push(walk.instance(source, instance, cpu));
-        }
+    for ((source, instance), [counter, watts, cpus]) in &walks {
+        let used = |walk: &Option<Walk>, metric: &'static str| {
+            walk.filter(|w| w.samples > 1).map(|w| w.instance(source, instance, metric))
+        };
+        instances.extend(used(counter, gpu).or_else(|| used(watts, power)));
+        instances.extend(used(cpus, cpu));
     }
     if instances.is_empty() {
         return Ok(None);

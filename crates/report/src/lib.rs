@@ -152,6 +152,7 @@ pub fn cost_section(metrics: &Metrics) -> String {
             ("accelerators", c.accelerator_dollars),
             ("storage", c.storage_dollars),
             ("I/O", c.io_dollars),
+            ("energy", c.energy_dollars),
             ("per-token prices", c.token_dollars),
         ] {
             if value.is_some() {
@@ -162,8 +163,7 @@ pub fn cost_section(metrics: &Metrics) -> String {
         let energy = match (c.energy_kwh, c.energy_from) {
             (Some(kwh), from) => {
                 let from = if from == Some(EnergySource::Measured) { "measured" } else { "nameplate watts" };
-                let priced = c.energy_dollars.map_or(String::new(), |d| format!(", {}", dollars(Some(d))));
-                format!("{} kWh ({from}{priced})", significant(kwh, ""))
+                format!("{} kWh ({from})", significant(kwh, ""))
             }
             (None, _) => "-".to_owned(),
         };
