@@ -225,7 +225,7 @@ fn manifest() -> Manifest {
     let producer = Producer { name: "xtask bench --scale".into(), version: env!("CARGO_PKG_VERSION").into() };
     Manifest::generated(
         producer,
-        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into(), block_size: None },
     )
 }
 

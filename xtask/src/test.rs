@@ -1,7 +1,8 @@
 //! `cargo xtask test`: the whole test suite on a fresh machine.
 //!
 //! The tests need more than the Rust toolchain: Python packages (pyarrow for the interop and metrics checks,
-//! xxhash for the benchmark baseline's check, DuckDB and Polars for the partitioned-dataset test) and headless
+//! xxhash for the benchmark baseline's check, DuckDB and Polars for the partitioned-dataset test, AIPerf for the
+//! check of `export`'s files by AIPerf's own loaders) and headless
 //! Chromium (the report's browser tests). This installs what is missing, then runs every test binary, reporting
 //! every failure rather than stopping at the first failing binary.
 //!
@@ -20,7 +21,8 @@ use std::process::Command;
 use anyhow::{Context as _, Result, bail};
 
 /// The Python packages the tests import, pinned.
-const PYTHON_PACKAGES: &[&str] = &["pyarrow==26.0.1", "duckdb==2.0.1", "polars==2.1.0", "xxhash==4.1.0"];
+const PYTHON_PACKAGES: &[&str] =
+    &["pyarrow==26.0.1", "duckdb==2.0.1", "polars==2.1.0", "xxhash==4.1.0", "aiperf==0.13.0"];
 
 /// The Debian packages of the browser tests: Chromium and a font to render text with.
 const APT_PACKAGES: &[&str] = &["chromium", "fonts-dejavu-core"];

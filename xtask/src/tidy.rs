@@ -45,6 +45,7 @@ mod tests {
                 "infertrace-engine" => &["infertrace-query", "infertrace-schema"],
                 "infertrace-query" => &["infertrace-schema"],
                 "infertrace-synth" => &["infertrace-schema"],
+                "infertrace-export" => &["infertrace-schema"],
                 "infertrace-cache" => &["infertrace-schema"],
                 "infertrace-report" => &["infertrace-engine", "infertrace-schema"],
                 "infertrace-model" => &[],

@@ -93,11 +93,14 @@ pub struct ParseOptions {
     pub utc_offset: UtcOffset,
     /// Instant that relative trace times count from, in UTC nanoseconds (0 = 1970-01-01T00:00:00Z).
     pub start_ns: i64,
+    /// Tokens per `hash_ids` block of Mooncake-style traces, whose lines do not say (512 when `None`; a header
+    /// that says wins).
+    pub block_size: Option<u32>,
 }
 
 impl Default for ParseOptions {
     fn default() -> Self {
-        Self { year: None, utc_offset: UtcOffset::UTC, start_ns: 0 }
+        Self { year: None, utc_offset: UtcOffset::UTC, start_ns: 0, block_size: None }
     }
 }
 

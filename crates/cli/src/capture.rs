@@ -883,6 +883,7 @@ impl<'a> Parts<'a> {
                 year: self.parse.year,
                 utc_offset: self.parse.utc_offset.to_string(),
                 start: format_rfc3339(self.parse.start_ns),
+                block_size: self.parse.block_size,
             },
             inputs,
             skipped: Vec::new(),

@@ -1,7 +1,7 @@
 //! The infertrace command line: normalize inputs into a canonical dataset, sample one from published statistics
 //! (`synth`), join the datasets several sources made of one run (`merge`), summarise datasets (`metrics`,
 //! `compare`), report on them as HTML (`report`), simulate cache tiers on them (`cache-sim`, `mrc`), evaluate the cost
-//! model (`model`, `sweep`, `size`), list formats, print the schema.
+//! model (`model`, `sweep`, `size`), export segments for load generators (`export`), list formats, print the schema.
 //!
 //! This crate wires adapters to the dataset writer. It owns everything that touches the outside world: walking
 //! directories, choosing adapters (a closed registry, not registration magic), the progress bar, the summary
@@ -11,6 +11,7 @@
 
 pub mod cache;
 pub mod capture;
+pub mod export;
 mod merge;
 pub mod metrics;
 pub mod model;

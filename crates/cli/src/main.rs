@@ -103,6 +103,15 @@ enum Command {
     /// Columns are those of `infertrace schema`; times are UTC timestamps, durations seconds. Rows come in no
     /// particular order without ORDER BY. Sorts, joins and aggregations spill to disk past --memory-limit.
     Sql(SqlArgs),
+    /// Export a segment of datasets in a load generator's format, to replay it for real against a deployment:
+    /// Mooncake trace JSONL (Dynamo, vLLM timed_trace, SGLang), AIPerf's mooncake_trace and multi_turn, vLLM's
+    /// custom dataset.
+    ///
+    /// Timestamps are milliseconds from the segment's start, hash_ids dense integers at --block-size, and the
+    /// formats that need text get synthetic prompts that share text where the dataset's prefix hashes are shared.
+    /// No user content is in a dataset, so none can leave it. A manifest, FILE.manifest.json, records the segment,
+    /// the options and what was left out or clipped.
+    Export(ExportCliArgs),
     /// List the input formats, one per line.
     Formats,
     /// Print the canonical schema (Markdown, or JSON with --json).
@@ -136,6 +145,10 @@ struct NormalizeArgs {
     /// Instant that relative trace times (Mooncake `timestamp`) count from, RFC 3339.
     #[arg(long, value_name = "RFC3339", default_value = "1970-01-01T00:00:00Z", value_parser = parse_start)]
     start: i64,
+    /// Tokens per hash_ids block of Mooncake-style traces, whose lines do not say: 512 by default, as in
+    /// Mooncake's; a trace made at another size (`infertrace export --block-size`, vLLM timed_trace's 16) needs it.
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+    block_size: Option<u32>,
     /// Exit with status 1 when any input line produced a diagnostic (the dataset is still written).
     #[arg(long)]
     strict: bool,
@@ -294,6 +307,70 @@ struct SqlArgs {
     max_rows: usize,
     #[command(flatten)]
     engine: EngineArgs,
+}
+
+#[derive(Debug, clap::Args)]
+struct ExportCliArgs {
+    /// Dataset directories; their requests are exported as one table.
+    #[arg(required = true, value_name = "DATASET")]
+    datasets: Vec<PathBuf>,
+    /// mooncake (whole prompts, arrival order: Dynamo replay, vLLM bench timed_trace, SGLang bench_serving),
+    /// aiperf-mooncake (AIPerf mooncake_trace, sessions as growing conversations), aiperf-multi-turn (AIPerf
+    /// multi_turn, synthetic text), vllm-custom (vLLM bench custom, synthetic text), or dataset: the segment's
+    /// rows unchanged, as a dataset directory, for `compare` against the replay.
+    #[arg(long, value_name = "FORMAT", value_parser = infertrace::export::parse_format)]
+    format: infertrace::export::Target,
+    /// The file to write; its manifest goes beside it (a directory for --format dataset).
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Start of the segment: an RFC 3339 instant, or an offset from the first arrival (90s, 15m, 1.5h).
+    /// Timestamps count from it. Default: the first arrival.
+    #[arg(long, value_name = "WHEN", value_parser = infertrace::export::parse_bound)]
+    from: Option<infertrace::export::Bound>,
+    /// End of the segment (excluded), as --from. Default: after the last arrival.
+    #[arg(long, value_name = "WHEN", value_parser = infertrace::export::parse_bound)]
+    to: Option<infertrace::export::Bound>,
+    /// Keep N whole sessions, chosen by a seeded hash of their names (a request without a session is a session
+    /// of its own), so that the reuse inside each session is kept.
+    #[arg(long, value_name = "N", conflicts_with = "sample", value_parser = clap::value_parser!(u64).range(1..))]
+    sessions: Option<u64>,
+    /// Keep this share (0 to 1) of whole sessions, chosen by a seeded hash of their names.
+    #[arg(long, value_name = "FRACTION", value_parser = parse_fraction)]
+    sample: Option<f64>,
+    /// Multiply the times from the segment's start, and the delays, by this factor: 0.5 replays twice as fast.
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, value_parser = parse_positive)]
+    time_scale: f64,
+    /// Keep the first N tokens of longer prompts (the target model's context); counted in the manifest.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_input_tokens: Option<u32>,
+    /// Tokens per hash_ids block (mooncake, aiperf-mooncake). Give the load generator the same: AIPerf
+    /// --isl-block-size, vLLM --timed-trace-chunk-hash-size.
+    #[arg(long, value_name = "TOKENS", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    block_size: u32,
+    /// Seed of the sampling and of the text of blocks the dataset did not hash.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// A share from 0 to 1.
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=1.0).contains(v))
+        .ok_or_else(|| format!("{text:?} is not a number from 0 to 1"))
+}
+
+/// A finite number above 0.
+fn parse_positive(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| format!("{text:?} is not a number above 0"))
 }
 
 /// How the query engine uses the machine.
@@ -808,7 +885,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 inputs: args.inputs,
                 output: args.output,
                 format,
-                parse: ParseOptions { year: args.year, utc_offset: args.utc_offset, start_ns: args.start },
+                parse: ParseOptions {
+                    year: args.year,
+                    utc_offset: args.utc_offset,
+                    start_ns: args.start,
+                    block_size: args.block_size,
+                },
                 force: args.force,
                 partition_by: args.partition_by.map(PartitionArg::key),
                 hash_salt: args.hash_salt,
@@ -891,6 +973,38 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 query_options: args.engine.options(),
             };
             sql(&options, &mut out)?;
+            out.flush()?;
+        }
+        Command::Export(args) => {
+            use infertrace::export::{ExportArgs, Sample, Target};
+            let sample = match (args.sessions, args.sample) {
+                (Some(n), _) => Sample::Sessions(n),
+                (None, Some(share)) => Sample::Fraction(share),
+                (None, None) => Sample::All,
+            };
+            let export_args = ExportArgs {
+                datasets: args.datasets,
+                output: args.output,
+                force: args.force,
+                from: args.from,
+                to: args.to,
+                sample,
+                dataset: args.format == Target::Dataset,
+                options: infertrace_export::Options {
+                    format: match args.format {
+                        Target::Trace(format) => format,
+                        Target::Dataset => infertrace_export::Format::Mooncake,
+                    },
+                    block_size: args.block_size,
+                    time_scale: args.time_scale,
+                    max_input_tokens: args.max_input_tokens,
+                    start_ns: 0,
+                    seed: args.seed,
+                },
+                query: args.engine.options(),
+            };
+            let manifest = infertrace::export::export(&export_args)?;
+            out.write_all(infertrace::export::render_export(&manifest, &export_args.output).as_bytes())?;
             out.flush()?;
         }
         Command::Merge(args) => {

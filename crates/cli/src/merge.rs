@@ -138,7 +138,12 @@ pub fn merge(args: &MergeArgs) -> Result<Manifest> {
             schema_version: SCHEMA_VERSION,
             producer: Producer { name: "infertrace".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() },
             assumptions: first.map_or_else(
-                || Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+                || Assumptions {
+                    year: None,
+                    utc_offset: "+00:00".into(),
+                    start: "1970-01-01T00:00:00Z".into(),
+                    block_size: None,
+                },
                 |m| m.assumptions.clone(),
             ),
             inputs: manifests.iter().flat_map(|m| m.inputs.iter().cloned()).collect(),

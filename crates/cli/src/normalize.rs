@@ -197,6 +197,7 @@ fn normalize_in_pool(options: &NormalizeOptions<'_>, progress: &ProgressBar) -> 
             year: options.parse.year,
             utc_offset: options.parse.utc_offset.to_string(),
             start: format_rfc3339(options.parse.start_ns),
+            block_size: options.parse.block_size,
         },
         inputs: entries,
         skipped,

@@ -227,6 +227,7 @@ fn write_replayed(
                 year: None,
                 utc_offset: "+00:00".into(),
                 start: "1970-01-01T00:00:00Z".into(),
+                block_size: None,
             }),
             inputs: manifests.iter().flat_map(|m| m.inputs.iter().cloned()).collect(),
             skipped: Vec::new(),

@@ -85,13 +85,24 @@ pub(crate) fn for_each_row<T: Table>(
     session: &Session,
     name: &str,
     query: &QueryOptions,
+    each: impl FnMut(T) -> Result<()>,
+) -> Result<()> {
+    for_each_row_where(session, name, query, "TRUE", each)
+}
+
+/// The rows of [`for_each_row`] for which the SQL condition `filter` holds.
+pub(crate) fn for_each_row_where<T: Table>(
+    session: &Session,
+    name: &str,
+    query: &QueryOptions,
+    filter: &str,
     mut each: impl FnMut(T) -> Result<()>,
 ) -> Result<()> {
     let what = format!("read the {} table", T::NAME);
     let columns: Vec<&str> = T::COLUMNS.iter().map(|c| c.name).collect();
     session.datasets().register_ordered::<T>(name, &columns).map_err(|e| engine_error(e, query, &what))?;
     let frame = session
-        .block_on(session.datasets().sql(&format!("SELECT * FROM {name} ORDER BY {ORDINAL}")))
+        .block_on(session.datasets().sql(&format!("SELECT * FROM {name} WHERE {filter} ORDER BY {ORDINAL}")))
         .map_err(|e| engine_error(e, query, &what))?;
     for_each_batch(session, frame, query, &what, |batch| {
         let (rows, _) = rows_of::<T>(batch)?;

@@ -157,6 +157,7 @@ pub fn synth_servegen(options: &ServegenOptions) -> Result<NormalizeReport> {
             year: None,
             utc_offset: "+00:00".to_owned(),
             start: format_rfc3339(options.start_ns),
+            block_size: None,
         },
         inputs,
         skipped,

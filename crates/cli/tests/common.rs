@@ -75,3 +75,11 @@ pub fn dataset_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     found.sort();
     found
 }
+
+/// Whether `python3` can import `module` (with the `PYTHONPATH` `cargo xtask test` sets).
+pub fn has_python_module(module: &str) -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

@@ -4,7 +4,8 @@
 //! free-text position it has (prompts, completions, messages, error texts, tool arguments), the canary token-id
 //! sequence 918273, 918274, … in every token-id list, and extra lines that carry both where a number or a record is
 //! expected. The planted input is normalized by the binary, and then every value of every column of every table,
-//! the manifest, stdout and stderr are searched. `--show-lines` is the one way to see the lines, on stderr only.
+//! the manifest, stdout and stderr are searched, and so are the files `export` makes of the dataset for load
+//! generators (text formats included). `--show-lines` is the one way to see the lines, on stderr only.
 #![allow(clippy::print_stderr)]
 
 mod common;
@@ -171,6 +172,7 @@ fn no_canary_text_or_token_id_reaches_any_output_of_any_format() {
     let mut ids: Vec<&str> = ADAPTERS.iter().map(|a| a.id()).collect();
     ids.extend(["csv", "jsonl"]);
     let mut planted_somewhere = 0;
+    let mut exported = 0;
     let mut failures = Vec::new();
     for id in ids {
         let (source, map) = match id {
@@ -245,6 +247,24 @@ fn no_canary_text_or_token_id_reaches_any_output_of_any_format() {
                 found.push(format!("{stream}: {text}"));
             }
         }
+        // What the dataset is exported as for a load generator, text formats included, carries none either.
+        for format in ["mooncake", "aiperf-multi-turn", "vllm-custom"] {
+            let file = dir.path().join(format!("{id}-{format}.jsonl"));
+            let output =
+                infertrace(&["export", out.to_str().unwrap(), "--format", format, "-o", file.to_str().unwrap()]);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            if !output.status.success() {
+                assert!(stderr.contains("nothing to replay"), "{id}: export as {format}: {stderr}");
+                continue;
+            }
+            exported += 1;
+            let manifest = dir.path().join(format!("{id}-{format}.jsonl.manifest.json"));
+            let written = fs::read_to_string(&file).unwrap() + &fs::read_to_string(manifest).unwrap();
+            let text = format!("{written}{}{stderr}", String::from_utf8_lossy(&output.stdout));
+            if text.contains("CANARY") || text.contains(&FIRST_ID.to_string()) {
+                found.push(format!("export as {format}: {text}"));
+            }
+        }
         if !found.is_empty() {
             failures.push(format!("{id}:\n  {}", found.join("\n  ")));
         }
@@ -264,6 +284,8 @@ fn no_canary_text_or_token_id_reaches_any_output_of_any_format() {
     }
     assert!(failures.is_empty(), "canaries reached outputs:\n{}", failures.join("\n"));
     assert_eq!(planted_somewhere, ADAPTERS.len() + 2, "every format's input carried the canary");
+    // 18 formats have requests with arrivals to export (the others hold samples, events or summaries only).
+    assert!(exported >= 3 * 18, "only {exported} exports ran");
 }
 
 #[test]

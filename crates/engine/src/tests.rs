@@ -32,7 +32,7 @@ pub(crate) fn write(dir: &Path, requests: &[RequestRow], samples: &[EngineSample
     }
     let manifest = Manifest::generated(
         Producer { name: "test".into(), version: "0".into() },
-        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into(), block_size: None },
     );
     writer.finish(manifest).unwrap();
     dir.to_owned()

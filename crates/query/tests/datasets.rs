@@ -19,7 +19,7 @@ fn manifest() -> Manifest {
     let producer = Producer { name: "test".into(), version: "0".into() };
     Manifest::generated(
         producer,
-        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+        Assumptions { year: None, utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into(), block_size: None },
     )
 }
 

@@ -190,6 +190,10 @@ pub struct Assumptions {
     pub utc_offset: String,
     /// Instant that relative trace times count from (`--start`), RFC 3339.
     pub start: String,
+    /// Tokens per `hash_ids` block of Mooncake-style traces, whose lines do not say (`--block-size`); absent when
+    /// none was given (512).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_size: Option<u32>,
 }
 
 /// What one input file contributed.
@@ -344,6 +348,10 @@ pub const MANIFEST_FIELDS: &[(&str, &str)] = &[
     ("assumptions.year", "Year given to timestamps that lack one (`--year`), or null."),
     ("assumptions.utc_offset", "UTC offset applied to timestamps without a zone (`--utc-offset`), `+HH:MM`."),
     ("assumptions.start", "Instant relative trace times count from (`--start`), RFC 3339."),
+    (
+        "assumptions.block_size",
+        "Tokens per `hash_ids` block of Mooncake-style traces (`--block-size`); absent when not given (512).",
+    ),
     ("inputs[].path", "Input path as given on the command line, or below the directory given; never absolute."),
     ("inputs[].bytes", "Size of the file as stored."),
     ("inputs[].sha256", "SHA-256 of the file as stored, hex."),

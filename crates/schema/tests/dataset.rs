@@ -18,7 +18,12 @@ fn columns(schema: &arrow::datatypes::Schema) -> Vec<(String, arrow::datatypes::
 fn manifest() -> Manifest {
     Manifest::generated(
         Producer { name: "test".into(), version: "0".into() },
-        Assumptions { year: Some(2025), utc_offset: "+00:00".into(), start: "1970-01-01T00:00:00Z".into() },
+        Assumptions {
+            year: Some(2025),
+            utc_offset: "+00:00".into(),
+            start: "1970-01-01T00:00:00Z".into(),
+            block_size: None,
+        },
     )
 }
 
@@ -341,6 +346,7 @@ fn readers_refuse_newer_schema_versions() {
 #[test]
 fn manifest_field_docs_match_what_is_serialized() {
     let mut m = manifest();
+    m.assumptions.block_size = Some(16);
     m.skipped.push(infertrace_schema::SkippedInput { path: "README".into(), reason: "unrecognised".into() });
     let mut diagnostics = DiagnosticSummary::default();
     diagnostics.record("kind", 1, "message");

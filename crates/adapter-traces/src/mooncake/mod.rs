@@ -79,11 +79,11 @@
 //!   delta row's `hash_ids` cover only the delta, not the prompt, so its `prefix_hashes` are null
 //!   (`delta_hash_ids_dropped`).
 //! - `output_tokens` is `output_length`, else the number of `output_token_ids` (never the ids themselves).
-//! - `prefix_hashes` are `hash_ids` with `block_size` 512, or the v2 header's `block_size`. With
-//!   `"hash_id_scope":"local"` the ids are numbered per play (one Weka/AgentX trace): the same id in two plays is a
-//!   different block. Those ids are stored as `xxh3_64(id as 8 little-endian bytes, seed = xxh3_64(play_id))`, so
-//!   equal ids stay equal within a play and stop colliding across plays (the scope is `play_id`, else
-//!   `session_id`, else the file). Without a header (global scope) the ids are stored unchanged.
+//! - `prefix_hashes` are `hash_ids` with `block_size` 512 (`--block-size` when given), or the v2 header's
+//!   `block_size`. With `"hash_id_scope":"local"` the ids are numbered per play (one Weka/AgentX trace): the
+//!   same id in two plays is a different block. Those ids are stored as `xxh3_64(id as 8 little-endian bytes,
+//!   seed = xxh3_64(play_id))`, so equal ids stay equal within a play and stop colliding across plays (the scope
+//!   is `play_id`, else `session_id`, else the file). Without a header (global scope) the ids are stored unchanged.
 //! - v2 `model` is the `model` column; `recorded_api_time_ms` (the latency the source recorded) is `e2e_s`.
 //! - `workload_class` is `agent` for v2 and Applied Compute rows and for legacy rows with agentic keys.
 //! - `tool_calls`: 1 for each Applied Compute tool-calling turn, 0 for its final turn; the number of `tool_events`
@@ -366,7 +366,7 @@ impl<'c> Parser<'c> {
             stem: ctx.source_stem().to_owned(),
             delta,
             variant: None,
-            block_size: BLOCK_SIZE,
+            block_size: ctx.options.block_size.filter(|&b| b > 0).unwrap_or(BLOCK_SIZE),
             local_scope: false,
             digest: Digest::default(),
             sessions: Sessions::new(MAX_SESSIONS),

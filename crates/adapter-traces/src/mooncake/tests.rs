@@ -83,6 +83,23 @@ fn start_shifts_arrivals_and_ids_are_kept() {
 }
 
 #[test]
+fn a_block_size_given_reads_hash_ids_at_that_size_and_a_header_still_wins() {
+    // 40 tokens at 16 per block: ceil(40 / 16) = 3 ids, which at the default 512 would be inconsistent.
+    let line = r#"{"timestamp": 0, "input_length": 40, "output_length": 2, "hash_ids": [5, 6, 7]}"#;
+    let (sink, _) = parse(line, ParseOptions { block_size: Some(16), ..ParseOptions::default() });
+    assert_eq!(sink.diagnostics, []);
+    assert_eq!(sink.requests[0].block_size, Some(16));
+    let (sink, _) = parse(line, ParseOptions::default());
+    assert_eq!(sink.diagnostics.len(), 1);
+    assert_eq!(sink.requests[0].block_size, Some(512));
+    let header = r#"{"schema":"dynamo.agentic_mooncake","version":2,"block_size":4,"hash_id_scope":"global"}"#;
+    let row = r#"{"request_id":"r","session_id":"s","input_length":4,"output_length":1,"hash_ids":[1],"not_before_ms":0,"dependencies":[]}"#;
+    let (sink, _) =
+        parse(&format!("{header}\n{row}"), ParseOptions { block_size: Some(16), ..ParseOptions::default() });
+    assert_eq!(sink.requests[0].block_size, Some(4));
+}
+
+#[test]
 fn bad_lines_become_diagnostics_with_line_numbers() {
     let text = [
         r#"{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}"#,
