@@ -225,12 +225,12 @@ pub fn export(args: &ExportArgs) -> Result<ExportManifest> {
         format!("SELECT * FROM {TABLE} WHERE {segment} ORDER BY {}, {ORDINAL}", request::ARRIVAL_TIME)
     };
     let partial = partial_path(&args.output);
-    let file = File::create(&partial).with_context(|| format!("cannot write {}", partial.display()))?;
+    let file = File::create(&partial).with_context(|| format!("cannot write {}", args.output.display()))?;
     let mut exporter = Exporter::new(BufWriter::new(file), options.clone());
     let mut sampled_out = 0u64;
     let what = "sort the segment";
     let frame = session.block_on(session.datasets().sql(&order)).map_err(|e| stream::engine_error(e, query, what))?;
-    let written = |e: std::io::Error| anyhow::Error::new(e).context(format!("cannot write {}", partial.display()));
+    let written = |e: std::io::Error| anyhow::Error::new(e).context(format!("cannot write {}", args.output.display()));
     let result = stream::for_each_batch(&session, frame, query, what, |batch| {
         let (rows, ordinals) = stream::rows_of::<RequestRow>(batch)?;
         for (row, ordinal) in rows.iter().zip(ordinals) {

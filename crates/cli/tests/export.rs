@@ -79,6 +79,19 @@ fn round_trip(source: &Path, block_size: u32, tiers: &[&str], dir: &Path) -> (se
     infertrace(&["export", text(source), "--format", "mooncake", "--block-size", &size, "-o", text(&exported)]);
     let back = dir.join("back");
     infertrace(&["normalize", text(&exported), "--format", "mooncake", "--block-size", &size, "-o", text(&back)]);
+    // What vLLM's `timed_trace` (vllm 0.34.0, vllm/benchmarks/datasets/datasets.py, TimedTrace) requires of each
+    // line: `timestamp`, `input_length` and `output_length`, and ceil(input_length / block size) `hash_ids`, or its
+    // prompt comes out short; SGLang's `mooncake` reader (sglang 0.5.23, benchmark/datasets/mooncake.py) reads
+    // `timestamp`, `hash_ids` and `output_length`. Neither can be installed here (both need torch).
+    for line in std::fs::read_to_string(&exported).unwrap().lines() {
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        let input = line["input_length"].as_u64().unwrap();
+        assert!(line["timestamp"].is_i64() && line["output_length"].is_u64(), "{line}");
+        assert_eq!(line["hash_ids"].as_array().unwrap().len() as u64, input.div_ceil(u64::from(block_size)), "{line}");
+    }
+    let back_manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(back.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(back_manifest["inputs"][0]["diagnostics"]["total"], 0, "the export reads back without a diagnostic");
     let (before, after) = (rows(source), rows(&back));
     assert_eq!(after.len(), before.len());
     assert_eq!(replayed(&after, false), replayed(&before, true));
