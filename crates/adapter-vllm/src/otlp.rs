@@ -1,5 +1,7 @@
 //! `vllm-otlp`: vLLM's OpenTelemetry request spans exported as OTLP/JSON, one export request per line (the OTel
-//! Collector `file` exporter) or one pretty-printed document.
+//! Collector `file` exporter) or one pretty-printed document, read through the shared OTLP reader
+//! ([`infertrace_adapter::otlp`], which also reads protobuf files when the format is chosen). Other spans,
+//! an application's or an agent framework's GenAI spans, are `otel-genai`'s.
 //!
 //! vLLM (0.5.3+ V0, 0.10.2+ V1) emits one `llm_request` SERVER span per finished request: `startTimeUnixNano` is the
 //! wall-clock arrival, `endTimeUnixNano` the moment the final output was processed, and the attributes carry the
@@ -20,17 +22,15 @@
 //! disagree by a little; the latencies are written as reported. The JSON shape follows the OTLP specification; no
 //! real vLLM export is public, so the reference marks it UNCONFIRMED.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
+use infertrace_adapter::otlp::{self, AnyValue, Export, Number, Span};
 use infertrace_adapter::time::seconds_to_nanos;
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
-    json, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, ParseContext, ParseError, ParseReport, Sink,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status};
-use serde::Deserialize;
 
 /// The OTLP/JSON trace adapter for vLLM request spans.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,107 +39,6 @@ pub struct VllmOtlp;
 impl VllmOtlp {
     /// Format id.
     pub const ID: &'static str = "vllm-otlp";
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Export<'a> {
-    #[serde(borrow, default)]
-    resource_spans: Vec<ResourceSpans<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ResourceSpans<'a> {
-    #[serde(borrow, default)]
-    resource: Option<Resource<'a>>,
-    #[serde(borrow, default)]
-    scope_spans: Vec<ScopeSpans<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Resource<'a> {
-    #[serde(borrow, default)]
-    attributes: Vec<KeyValue<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ScopeSpans<'a> {
-    #[serde(borrow, default)]
-    spans: Vec<Span<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Span<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    start_time_unix_nano: Option<Number<'a>>,
-    #[serde(borrow, default)]
-    end_time_unix_nano: Option<Number<'a>>,
-    #[serde(borrow, default)]
-    attributes: Vec<KeyValue<'a>>,
-    #[serde(default)]
-    status: Option<SpanStatus>,
-}
-
-#[derive(Debug, Deserialize)]
-struct SpanStatus {
-    #[serde(default)]
-    code: Option<serde_json::Value>,
-}
-
-#[derive(Debug, Deserialize)]
-struct KeyValue<'a> {
-    #[serde(borrow)]
-    key: Cow<'a, str>,
-    #[serde(borrow)]
-    value: AnyValue<'a>,
-}
-
-/// OTLP `AnyValue`; 64-bit integers are JSON strings in OTLP/JSON, but some exporters write numbers.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AnyValue<'a> {
-    #[serde(borrow, default)]
-    string_value: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    int_value: Option<Number<'a>>,
-    #[serde(default)]
-    double_value: Option<f64>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Number<'a> {
-    Int(i64),
-    Float(f64),
-    Text(#[serde(borrow)] Cow<'a, str>),
-}
-
-impl Number<'_> {
-    fn as_i64(&self) -> Option<i64> {
-        match self {
-            Number::Int(n) => Some(*n),
-            Number::Float(x) => Some(*x as i64),
-            Number::Text(t) => t.parse().ok(),
-        }
-    }
-}
-
-impl AnyValue<'_> {
-    fn as_f64(&self) -> Option<f64> {
-        self.double_value.or_else(|| self.int_value.as_ref()?.as_i64().map(|n| n as f64))
-    }
-
-    fn as_u32(&self) -> Option<u32> {
-        self.int_value.as_ref()?.as_i64().and_then(|n| u32::try_from(n).ok())
-    }
-}
-
-fn attribute<'s, 'a>(attributes: &'s [KeyValue<'a>], key: &str) -> Option<&'s AnyValue<'a>> {
-    attributes.iter().find(|kv| kv.key == key).map(|kv| &kv.value)
 }
 
 impl Adapter for VllmOtlp {
@@ -153,9 +52,9 @@ impl Adapter for VllmOtlp {
 
     fn detect_head(&self, head: &Head<'_>) -> Option<Confidence> {
         let text = head.text();
-        (text.trim_start().starts_with('{') && text.contains("\"resourceSpans\"")).then(|| {
-            if text.contains("llm_request") || text.contains("gen_ai.") { Confidence::High } else { Confidence::Low }
-        })
+        // Other spans (an application's, an agent framework's) are `otel-genai`'s.
+        (text.trim_start().starts_with('{') && text.contains("\"resourceSpans\"") && text.contains("llm_request"))
+            .then_some(Confidence::High)
     }
 
     fn parse(
@@ -164,60 +63,34 @@ impl Adapter for VllmOtlp {
         ctx: &ParseContext<'_>,
         sink: &mut dyn Sink,
     ) -> Result<ParseReport, ParseError> {
-        let mut lines = LineReader::new(input);
         let mut skipped_spans = 0u64;
-        let mut document: Option<(u64, String)> = None;
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-            if let Some((_, text)) = document.as_mut() {
-                text.push_str(line);
-                text.push('\n');
-                continue;
-            }
-            let trimmed = line.trim();
-            if trimmed.is_empty() {
-                continue;
-            }
-            if trimmed == "{" {
-                // A pretty-printed document: one export spread over many lines.
-                document = Some((line_no, format!("{line}\n")));
-                continue;
-            }
-            skipped_spans += self.export(trimmed, line_no, ctx, sink)?;
-        }
-        if let Some((line_no, text)) = document {
-            skipped_spans += self.export(&text, line_no, ctx, sink)?;
-        }
+        let lines = otlp::read_exports(input, sink, &mut |export, line, sink| {
+            skipped_spans += self.export(export, line, ctx, sink)?;
+            Ok(())
+        })?;
         let mut details = BTreeMap::new();
         if skipped_spans > 0 {
             details.insert("spans_not_llm_request".to_owned(), serde_json::Value::from(skipped_spans));
         }
-        Ok(ParseReport {
-            format_version: None,
-            clock_domain: ClockDomain::Utc,
-            year: None,
-            lines: lines.lines_read(),
-            details,
-        })
+        Ok(ParseReport { format_version: None, clock_domain: ClockDomain::Utc, year: None, lines, details })
     }
 }
 
 impl VllmOtlp {
     /// Writes the `llm_request` spans of one export; returns how many other spans it held.
-    fn export(&self, text: &str, line: u64, ctx: &ParseContext<'_>, sink: &mut dyn Sink) -> Result<u64, DatasetError> {
-        let export: Export<'_> = match serde_json::from_str(text) {
-            Ok(export) => export,
-            Err(e) => {
-                sink.diagnostic(Diagnostic::new(line, DiagnosticKind::MalformedJson, json::error_message(&e)));
-                return Ok(0);
-            }
-        };
+    fn export(
+        &self,
+        export: &Export<'_>,
+        line: u64,
+        ctx: &ParseContext<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<u64, DatasetError> {
         let mut others = 0;
         for resource in &export.resource_spans {
             let service = resource
                 .resource
                 .as_ref()
-                .and_then(|r| attribute(&r.attributes, "service.name"))
+                .and_then(|r| otlp::attribute(&r.attributes, "service.name"))
                 .and_then(|v| v.string_value.as_deref())
                 .filter(|name| *name != "unknown_service");
             for span in resource.scope_spans.iter().flat_map(|s| &s.spans) {
@@ -240,7 +113,7 @@ impl VllmOtlp {
 }
 
 fn request_row(span: &Span<'_>, service: Option<&str>, line: u64, ctx: &ParseContext<'_>) -> Option<RequestRow> {
-    let attr = |key: &str| attribute(&span.attributes, key);
+    let attr = |key: &str| span.attribute(key);
     let id = attr("gen_ai.request.id")?.string_value.as_deref()?.to_owned();
     let latency = |key: &str| attr(key).and_then(AnyValue::as_f64);
     let arrival = span.start_time_unix_nano.as_ref().and_then(Number::as_i64);
@@ -248,12 +121,7 @@ fn request_row(span: &Span<'_>, service: Option<&str>, line: u64, ctx: &ParseCon
     let ttft = latency("gen_ai.latency.time_to_first_token");
     let prefill = latency("gen_ai.latency.time_in_model_prefill");
     let scheduled = arrival.zip(queue.and_then(seconds_to_nanos)).map(|(a, q)| a + q);
-    // OTLP status code 2 is STATUS_CODE_ERROR (JSON writes the number or the enum name).
-    let error = span
-        .status
-        .as_ref()
-        .and_then(|s| s.code.as_ref())
-        .is_some_and(|c| c.as_i64() == Some(2) || c.as_str() == Some("STATUS_CODE_ERROR"));
+    let error = span.is_error();
     Some(RequestRow {
         request_id: id,
         source: VllmOtlp::ID.to_owned(),

@@ -20,6 +20,7 @@ mod input;
 pub mod json;
 pub mod kv_events;
 mod lines;
+pub mod otlp;
 pub mod parallel;
 pub mod prometheus;
 mod shared;

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::ValueEnum;
 use infertrace_adapter::{Adapter, Confidence, Head};
 use infertrace_adapter_dynamo::{Aiperf, DynamoKvEvents, DynamoLog, DynamoMetrics, DynamoRequestTrace, GenaiPerf};
+use infertrace_adapter_genai::{LitellmSpend, OpenaiUsage, OtelGenai};
 use infertrace_adapter_mapped::{InputKind, MappedAdapter, Mapping};
 use infertrace_adapter_sglang::{SglangBench, SglangKvEvents, SglangLog, SglangMetrics, SglangRequestMetrics};
 use infertrace_adapter_telemetry::{DcgmExporter, NodeExporter};
@@ -46,11 +47,16 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &GenaiPerf,
     &DcgmExporter,
     &NodeExporter,
+    &OtelGenai,
+    &LitellmSpend,
+    &OpenaiUsage,
 ];
 
-/// Formats written by benchmark clients: what they record is what a user saw (network and client time included),
-/// so `infertrace merge` prefers their TTFT, e2e and outcome over a server's.
-pub const CLIENT_FORMATS: &[&str] = &["vllm-bench", "sglang-bench", "aiperf", "genai-perf"];
+/// Formats written by benchmark clients, applications and gateways: what they record is what a user saw (network
+/// and client time included) and what the application knows (its sessions, turns, tool calls, reasoning tokens),
+/// so `infertrace merge` prefers those columns of theirs over a server's.
+pub const CLIENT_FORMATS: &[&str] =
+    &["vllm-bench", "sglang-bench", "aiperf", "genai-perf", "otel-genai", "litellm-spend", "openai-usage"];
 
 /// Values of `--format`: `auto` or one adapter id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -132,6 +138,15 @@ pub enum FormatArg {
     /// Prometheus node_exporter /metrics scrapes (disk, network, CPU, memory).
     #[value(name = "node-exporter")]
     NodeExporter,
+    /// OpenTelemetry GenAI spans (OTLP/JSON or protobuf): LLM calls, agents, tools.
+    #[value(name = "otel-genai")]
+    OtelGenai,
+    /// LiteLLM proxy spend logs and standard logging payloads.
+    #[value(name = "litellm-spend")]
+    LitellmSpend,
+    /// OpenAI-compatible responses with a usage object, one per line.
+    #[value(name = "openai-usage")]
+    OpenaiUsage,
     /// Any per-request CSV with a header, read through --map (never detected).
     Csv,
     /// Any per-request JSONL, read through --map (never detected).

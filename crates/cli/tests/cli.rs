@@ -237,6 +237,9 @@ fn formats_and_schema_list_the_registry_and_the_tables() {
             "genai-perf",
             "dcgm-exporter",
             "node-exporter",
+            "otel-genai",
+            "litellm-spend",
+            "openai-usage",
             "csv",
             "jsonl"
         ]

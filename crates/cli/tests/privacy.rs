@@ -52,6 +52,16 @@ static REPR_TEXT: LazyLock<Regex> = LazyLock::new(|| {
 });
 static REPR_IDS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!(r#"\b(\w*(?:{IDS_KEY})\w*)(: |=)\[([0-9,\s]+)\]"#)).unwrap());
+/// OTLP/JSON: an attribute `{"key": "gen_ai.input.messages", "value": {"stringValue": "…"}}` whose key names content
+/// (messages, prompts, completions, system instructions, tool arguments and results, OpenInference's input and
+/// output values).
+static OTLP_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r#"("key"\s*:\s*"([A-Za-z_.0-9]*(?:{TEXT_KEY}|input|output|result|instructions)[A-Za-z_.0-9]*)"\s*,\s*"value"\s*:\s*\{{\s*"stringValue"\s*:\s*)"(?:[^"\\]|\\.)*""#
+    ))
+    .unwrap()
+});
+
 /// JSON: a numeric value of a key that is not an id, to be replaced by the canary (a type confusion).
 static JSON_NUMBER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#""([a-z_]+)"(\s*:\s*)-?[0-9][0-9.eE+-]*"#).unwrap());
@@ -64,6 +74,12 @@ fn plant(text: &str) -> String {
         if &c[1] == "message" { c[0].to_owned() } else { format!(r#""{}"{}"{CANARY} said {CANARY}""#, &c[1], &c[2]) }
     });
     let text = JSON_IDS.replace_all(&text, |c: &Captures<'_>| format!("\"{}\"{}", &c[1], &ids(c)[c[1].len()..]));
+    let text = OTLP_TEXT.replace_all(&text, |c: &Captures<'_>| {
+        // Names and ids under such keys (`gen_ai.response.model`, `gen_ai.response.id`, `gen_ai.output.type`) are
+        // not text anyone wrote: formats copy them as they should.
+        let named = [".model", ".id", ".finish_reasons", ".name", ".type"].iter().any(|end| c[2].ends_with(end));
+        if named { c[0].to_owned() } else { format!(r#"{}"{CANARY} said {CANARY}""#, &c[1]) }
+    });
     let text = REPR_TEXT.replace_all(&text, |c: &Captures<'_>| format!("{}{}'{CANARY}'", &c[1], &c[2]));
     REPR_IDS.replace_all(&text, ids).into_owned()
 }

@@ -449,3 +449,61 @@ fn full_disk() {
     let left: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["in.jsonl"], "neither the dataset nor its temporary directory is left");
 }
+
+/// OTLP/JSON of GenAI spans: a line that is no JSON, a span whose parent never comes (its trace has no root), and
+/// a protobuf file cut inside its second message.
+#[test]
+fn otlp_spans_cut_or_without_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let span = |trace: &str, id: &str, parent: &str, tokens: u32| {
+        format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"{trace}","spanId":"{id}","parentSpanId":"{parent}","name":"chat m","startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000001000000000","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"chat"}}}},{{"key":"gen_ai.usage.input_tokens","value":{{"intValue":"{tokens}"}}}}]}}]}}]}}]}}"#
+        )
+    };
+    let text = format!("{}\n{{\"resourceSpans\": [\n{}\n", span("aa", "01", "", 10), span("bb", "02", "ff", 20));
+    let input = write(dir.path(), "spans.jsonl", text.as_bytes());
+    let (output, dataset) = normalize(dir.path(), &input, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let dataset = dataset.unwrap();
+    assert_eq!(entry(&dataset).format, "otel-genai");
+    assert_eq!(diagnostics(&dataset), kinds(&[("malformed-json", 1, &[2])]));
+    // The rooted trace is written after the next export; the root-less one at the end of the input.
+    assert_eq!(source_lines(&dataset.requests), [1, 3]);
+    assert_eq!(entry(&dataset).details["traces_without_root"], 1);
+}
+
+/// Gateway logs: a LiteLLM CSV row with fewer fields than its header, and usage lines without usage.
+#[test]
+fn gateway_logs_with_short_rows_and_no_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = "request_id,call_type,startTime,endTime,prompt_tokens,completion_tokens,status\n\
+               r1,acompletion,2025-01-24 09:20:46.847,2025-01-24 09:20:47.5,10,20,success\n\
+               r2,acompletion,2025-01-24 09:20:48\n\
+               r3,aembedding,2025-01-24 09:20:49,2025-01-24 09:20:49.1,5,0,success\n\
+               r4,acompletion,2025-01-24 09:20:50,2025-01-24 09:20:51,7,3,failure\n";
+    let input = write(dir.path(), "spend.csv", csv.as_bytes());
+    let (output, dataset) = normalize(dir.path(), &input, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let dataset = dataset.unwrap();
+    assert_eq!(entry(&dataset).format, "litellm-spend");
+    assert_eq!(diagnostics(&dataset), kinds(&[("malformed-csv", 1, &[3])]));
+    // The embedding is not a generation: counted, not a row.
+    assert_eq!(source_lines(&dataset.requests), [2, 5]);
+    assert_eq!(entry(&dataset).details["calls_not_generating"], serde_json::json!({"aembedding": 1}));
+    assert_eq!(strings(&dataset.requests, "status"), [Some("ok".to_owned()), Some("error".to_owned())]);
+
+    let usage = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m","usage":{"prompt_tokens":3,"completion_tokens":2}}
+{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1700000001,"model":"m","choices":[]}
+{"id":"chatcmpl-3","object":"chat.completion","created":1700000002,"model":"m"}
+{"id":"chatcmpl-4","object":"chat.completion","created":1700000003,"model":"m","usage":5}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "usage.jsonl", usage.as_bytes());
+    let (output, dataset) = normalize(dir.path(), &input, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let dataset = dataset.unwrap();
+    assert_eq!(entry(&dataset).format, "openai-usage");
+    assert_eq!(diagnostics(&dataset), kinds(&[("malformed-json", 1, &[4]), ("missing-field", 1, &[3])]));
+    assert_eq!(source_lines(&dataset.requests), [1]);
+    assert_eq!(entry(&dataset).details["chunks_without_usage"], 1);
+}

@@ -25,8 +25,8 @@
 //!
 //! - **client first** ([`CLIENT_FIRST`]: the instants and durations a client observes — arrival, first and last
 //!   token, completion, `ttft_s`, `tpot_s`, `e2e_s` — and the outcome: `status` (`unknown` counts as absent),
-//!   `http_status`, `error`; and `session_id`, `turn`, `max_tokens`, which the client sets): client sources, then
-//!   the others;
+//!   `http_status`, `error`; `session_id`, `turn`, `max_tokens`, which the client sets; and `tool_calls`,
+//!   `reasoning_tokens`, `workload_class`, which the application knows): client sources, then the others;
 //! - **server first** (every other column: queue, prefill, decode and transfer, scheduling instants, token counts,
 //!   cache columns, placement, model, `request_id`, `finish_reason`, `source_file`, `source_line`): the others, then
 //!   client sources.
@@ -87,6 +87,9 @@ pub struct MergeError {
 pub const CLIENT_FIRST: &[&str] = &[
     request::SESSION_ID,
     request::TURN,
+    request::TOOL_CALLS,
+    request::REASONING_TOKENS,
+    request::WORKLOAD_CLASS,
     request::ARRIVAL_TIME,
     request::FIRST_TOKEN_TIME,
     request::LAST_TOKEN_TIME,
