@@ -20,3 +20,22 @@ mod usage;
 pub use litellm::LitellmSpend;
 pub use otel::{CACHED, INPUT, MAX_OPEN_SPANS, OUTPUT, OtelGenai, REASONING};
 pub use usage::OpenaiUsage;
+
+/// The next turn of `session`, counting from 0, in a table of the most recent sessions.
+fn next_turn(turns: &mut lru::LruCache<String, u32>, session: &str) -> u32 {
+    match turns.get_mut(session) {
+        Some(next) => {
+            *next += 1;
+            *next - 1
+        }
+        None => {
+            turns.put(session.to_owned(), 1);
+            0
+        }
+    }
+}
+
+/// An error code or class kept as a row's error: a name, never a message that could quote input.
+fn error_name(value: &str) -> &str {
+    if value.len() <= 64 && !value.is_empty() && !value.contains(char::is_whitespace) { value } else { "error" }
+}

@@ -34,14 +34,14 @@ use std::io::BufRead;
 use std::num::NonZeroUsize;
 
 use infertrace_adapter::{
-    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, LineReader, ParseContext, ParseError, ParseReport, Sink,
-    json, utf8_line,
+    Adapter, Confidence, Diagnostic, DiagnosticKind, Head, ParseContext, ParseError, ParseReport, Sink, json,
 };
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use crate::usage::{Count, Tokens, Usage, When, error_name};
+use crate::error_name;
+use crate::usage::{Count, Tokens, Usage, When};
 
 /// The LiteLLM spend-log adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -216,16 +216,7 @@ impl State {
             _ => None,
         });
         let session = text(&record.session_id).or_else(|| text(&record.trace_id));
-        let turn = session.map(|session| match self.turns.get_mut(session) {
-            Some(next) => {
-                *next += 1;
-                *next - 1
-            }
-            None => {
-                self.turns.put(session.to_owned(), 1);
-                0
-            }
-        });
+        let turn = session.map(|session| crate::next_turn(&mut self.turns, session));
         let parameters = record.model_parameters.as_ref().and_then(|p| p.0.as_ref());
         sink.request(RequestRow {
             request_id: id.to_owned(),
@@ -316,7 +307,9 @@ impl Adapter for LitellmSpend {
         };
         let first = input.fill_buf()?.iter().copied().find(|b| !b.is_ascii_whitespace());
         let lines = match first {
-            Some(b'{' | b'[') => self.json_lines(input, ctx, sink, &mut state)?,
+            Some(b'{' | b'[') => {
+                json::read_lines_or_document(input, sink, &mut |text, line, sink| state.json(text, line, ctx, sink))?
+            }
             Some(_) => csv(input, ctx, sink, &mut state)?,
             None => 0,
         };
@@ -331,41 +324,6 @@ impl Adapter for LitellmSpend {
             details.insert("response_cache_hits".to_owned(), state.cache_hits.into());
         }
         Ok(ParseReport { format_version: None, clock_domain: ClockDomain::Utc, year: None, lines, details })
-    }
-}
-
-impl LitellmSpend {
-    /// JSONL, or one document (its first line `{` or `[` alone, or a whole array on one line).
-    fn json_lines(
-        &self,
-        input: &mut dyn BufRead,
-        ctx: &ParseContext<'_>,
-        sink: &mut dyn Sink,
-        state: &mut State,
-    ) -> Result<u64, ParseError> {
-        let mut lines = LineReader::new(input);
-        let mut document: Option<(u64, String)> = None;
-        while let Some((line_no, bytes)) = lines.next_bytes()? {
-            let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-            if let Some((_, text)) = document.as_mut() {
-                text.push_str(line);
-                text.push('\n');
-                continue;
-            }
-            let trimmed = line.trim();
-            if trimmed.is_empty() {
-                continue;
-            }
-            if trimmed == "{" || trimmed == "[" || (trimmed.starts_with('[') && !trimmed.ends_with(']')) {
-                document = Some((line_no, format!("{line}\n")));
-                continue;
-            }
-            state.json(trimmed, line_no, ctx, sink)?;
-        }
-        if let Some((line_no, text)) = document {
-            state.json(&text, line_no, ctx, sink)?;
-        }
-        Ok(lines.lines_read())
     }
 }
 

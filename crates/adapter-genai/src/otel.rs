@@ -60,6 +60,8 @@ use infertrace_adapter::time::{millis_to_nanos, seconds_to_nanos};
 use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, ParseReport, Sink};
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 
+use crate::error_name;
+
 /// The GenAI-span adapter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OtelGenai;
@@ -199,11 +201,6 @@ fn role(span: &Span<'_>) -> (String, Role) {
         (None, None, _) => "other".to_owned(),
     };
     (name, role)
-}
-
-/// An `error.type` value kept as the row's error: a name, never a message that could quote input.
-fn error_name(value: &str) -> &str {
-    if value.len() <= 64 && !value.is_empty() && !value.contains(char::is_whitespace) { value } else { "error" }
 }
 
 fn call_row(span: &Span<'_>, line: u64, ctx: &ParseContext<'_>) -> RequestRow {
@@ -461,16 +458,7 @@ impl State<'_> {
         for (k, call) in calls.iter().enumerate() {
             let Some(mut row) = records[call.at].row.take() else { continue };
             if let Some(session) = &call.session {
-                let turn = match self.turns.get_mut(session) {
-                    Some(next) => {
-                        *next += 1;
-                        *next - 1
-                    }
-                    None => {
-                        self.turns.put(session.clone(), 1);
-                        0
-                    }
-                };
+                let turn = crate::next_turn(&mut self.turns, session);
                 row.session_id = Some(session.clone());
                 row.turn = Some(turn);
             }

@@ -40,6 +40,8 @@ use infertrace_schema::{ClockDomain, RequestRow, Status};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use crate::error_name;
+
 /// The OpenAI usage-log adapter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenaiUsage;
@@ -254,11 +256,6 @@ struct State {
     /// Response id → (session, turn).
     chain: lru::LruCache<String, (String, u32)>,
     chunks_without_usage: u64,
-}
-
-/// An error code kept as the row's error: a name, never a message that could quote input.
-pub(crate) fn error_name(value: &str) -> &str {
-    if value.len() <= 64 && !value.is_empty() && !value.contains(char::is_whitespace) { value } else { "error" }
 }
 
 impl State {

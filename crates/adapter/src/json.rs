@@ -234,3 +234,42 @@ mod tests {
         assert_eq!(message("secret prompt"), "invalid JSON syntax at column 1");
     }
 }
+
+/// What [`read_lines_or_document`] calls with each record's text, its line and the sink.
+pub type EachRecord<'f> =
+    dyn FnMut(&str, u64, &mut dyn crate::Sink) -> Result<(), infertrace_schema::DatasetError> + 'f;
+
+/// Reads JSON records one per line, or one document spread over many lines (its first line `{` or `[` alone, or
+/// an array left open), and hands each record's text to `each` with its line (a document's first line). Blank
+/// lines are skipped; a line that is not UTF-8 is one diagnostic. Returns the lines read.
+///
+/// A document is held whole: it is one record (a saved HTTP body, a bucket object, a test fixture), not a stream.
+pub fn read_lines_or_document(
+    input: &mut dyn std::io::BufRead,
+    sink: &mut dyn crate::Sink,
+    each: &mut EachRecord<'_>,
+) -> Result<u64, crate::ParseError> {
+    let mut lines = crate::LineReader::new(input);
+    let mut document: Option<(u64, String)> = None;
+    while let Some((line_no, bytes)) = lines.next_bytes()? {
+        let Some(line) = crate::utf8_line(line_no, bytes, sink) else { continue };
+        if let Some((_, text)) = document.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+            continue;
+        }
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if trimmed == "{" || trimmed == "[" || (trimmed.starts_with('[') && !trimmed.ends_with(']')) {
+            document = Some((line_no, format!("{line}\n")));
+            continue;
+        }
+        each(trimmed, line_no, sink)?;
+    }
+    if let Some((line_no, text)) = document {
+        each(&text, line_no, sink)?;
+    }
+    Ok(lines.lines_read())
+}

@@ -20,7 +20,7 @@ use std::io::{BufRead, Read as _};
 use infertrace_schema::DatasetError;
 use serde::Deserialize;
 
-use crate::{Diagnostic, DiagnosticKind, LineReader, ParseError, Sink, json, utf8_line};
+use crate::{Diagnostic, DiagnosticKind, ParseError, Sink, json};
 
 /// One `ExportTraceServiceRequest`.
 #[derive(Debug, Default, Deserialize)]
@@ -236,30 +236,7 @@ pub fn read_exports(
     if looks_like_proto(input.fill_buf()?) {
         return read_proto(input, sink, each);
     }
-    let mut lines = LineReader::new(input);
-    let mut document: Option<(u64, String)> = None;
-    while let Some((line_no, bytes)) = lines.next_bytes()? {
-        let Some(line) = utf8_line(line_no, bytes, sink) else { continue };
-        if let Some((_, text)) = document.as_mut() {
-            text.push_str(line);
-            text.push('\n');
-            continue;
-        }
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        if trimmed == "{" {
-            // A pretty-printed document: one export spread over many lines.
-            document = Some((line_no, format!("{line}\n")));
-            continue;
-        }
-        json_export(trimmed, line_no, sink, each)?;
-    }
-    if let Some((line_no, text)) = document {
-        json_export(&text, line_no, sink, each)?;
-    }
-    Ok(lines.lines_read())
+    json::read_lines_or_document(input, sink, &mut |text, line, sink| json_export(text, line, sink, each))
 }
 
 fn json_export(text: &str, line: u64, sink: &mut dyn Sink, each: &mut EachExport<'_>) -> Result<(), DatasetError> {
