@@ -60,7 +60,7 @@ fn golden() {
     // `testdata/mapped/` is left out: those inputs need their mapping (`--map`); `mapped.rs` tests them.
     insta::glob!(
         "../../../testdata",
-        "{mooncake,azure-llm,vllm,sglang,dynamo,dcgm-exporter,node-exporter,traces,traces/*}/*/*.*",
+        "{mooncake,azure-llm,vllm,sglang,dynamo,dcgm-exporter,node-exporter,genai,traces,traces/*}/*/*.*",
         |path| {
             // `traces/<format>/<generation>/` directories such as `1.x` match the pattern too.
             if path.is_dir() {
