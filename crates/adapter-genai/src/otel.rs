@@ -52,6 +52,7 @@
 //! is counted in `details` (`traces_without_root`).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+
 use std::io::BufRead;
 use std::num::NonZeroUsize;
 
@@ -73,6 +74,10 @@ impl OtelGenai {
 
 /// Spans waiting for their trace's root before the oldest trace is written without it.
 pub const MAX_OPEN_SPANS: usize = 100_000;
+
+/// Ancestors looked at above a span: real traces nest a few levels; a deeper chain (or a cycle in bad input) is
+/// cut there, so a trace costs at most this many steps per span.
+const MAX_DEPTH: usize = 256;
 
 /// Sessions whose next turn is remembered across traces.
 const MAX_SESSIONS: usize = 100_000;
@@ -213,8 +218,8 @@ fn call_row(span: &Span<'_>, line: u64, ctx: &ParseContext<'_>) -> RequestRow {
         .and_then(|d| Some(start? + d));
     let first_token = ttft
         .or_else(|| {
-            let first = |name: &str| matches!(name, "gen_ai.first_token" | "first_token" | "ai.stream.firstChunk");
-            span.events.iter().find(|e| first(&e.name))?.time_unix_nano.as_ref()?.as_i64()
+            let is_first = |name: &str| matches!(name, "gen_ai.first_token" | "first_token" | "ai.stream.firstChunk");
+            span.events.iter().find(|e| is_first(&e.name))?.time_unix_nano.as_ref()?.as_i64()
         })
         .or_else(|| {
             let ms = first(span, &["ai.response.msToFirstChunk", "ai.stream.msToFirstChunk"])?.as_f64()?;
@@ -278,13 +283,18 @@ struct Trace {
     rooted: bool,
     /// The last export that held one of its spans.
     touched: u64,
+    /// Its place in the order traces began.
+    begun: u64,
 }
 
 /// The state of one parse.
 struct State<'c> {
     ctx: &'c ParseContext<'c>,
     traces: HashMap<String, Trace>,
-    order: VecDeque<String>,
+    /// Waiting traces by the order their first span came.
+    order: BTreeMap<u64, String>,
+    /// Traces begun so far.
+    begun: u64,
     /// Traces whose root has come, in that order.
     rooted: VecDeque<String>,
     /// Exports read so far.
@@ -323,8 +333,9 @@ impl State<'_> {
             let root = record.parent.is_none();
             let export_no = self.exports;
             let trace = self.traces.entry(trace_id.to_owned()).or_insert_with(|| {
-                self.order.push_back(trace_id.to_owned());
-                Trace::default()
+                self.order.insert(self.begun, trace_id.to_owned());
+                self.begun += 1;
+                Trace { begun: self.begun - 1, ..Trace::default() }
             });
             trace.has_tools_or_agents |= matches!(role, Role::Tool | Role::Agent);
             trace.records.push(record);
@@ -343,6 +354,7 @@ impl State<'_> {
                 Some(trace) if trace.touched == self.exports => self.rooted.push_back(id),
                 Some(_) => {
                     let trace = self.traces.remove(&id).expect("present");
+                    self.order.remove(&trace.begun);
                     self.open_spans -= trace.records.len();
                     self.write(Some(id), trace, sink)?;
                 }
@@ -358,15 +370,12 @@ impl State<'_> {
 
     /// Writes the oldest waiting trace without its root; false when none waits.
     fn flush_oldest(&mut self, sink: &mut dyn Sink) -> Result<bool, DatasetError> {
-        while let Some(id) = self.order.pop_front() {
-            if let Some(trace) = self.traces.remove(&id) {
-                self.open_spans -= trace.records.len();
-                self.without_root += u64::from(!trace.rooted);
-                self.write(Some(id), trace, sink)?;
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let Some((_, id)) = self.order.pop_first() else { return Ok(false) };
+        let trace = self.traces.remove(&id).expect("every waiting trace is in the order");
+        self.open_spans -= trace.records.len();
+        self.without_root += u64::from(!trace.rooted);
+        self.write(Some(id), trace, sink)?;
+        Ok(true)
     }
 
     /// Writes the rows of a trace's calls.
@@ -375,12 +384,12 @@ impl State<'_> {
         let index: HashMap<&str, usize> =
             records.iter().enumerate().filter_map(|(i, r)| Some((r.span_id.as_deref()?, i))).collect();
         let parent = |i: usize| records[i].parent.as_deref().and_then(|p| index.get(p).copied());
-        // Ancestors of each span, nearest first (bounded: a cycle in bad input stops at the span count).
+        // Ancestors of each span, nearest first, at most `MAX_DEPTH` of them (a cycle in bad input stops there).
         let ancestors = |i: usize| {
             let mut out = Vec::new();
             let mut at = parent(i);
             while let Some(p) = at {
-                if out.len() > records.len() || p == i {
+                if out.len() >= MAX_DEPTH || p == i {
                     break;
                 }
                 out.push(p);
@@ -521,7 +530,8 @@ impl Adapter for OtelGenai {
         let mut state = State {
             ctx,
             traces: HashMap::new(),
-            order: VecDeque::new(),
+            order: BTreeMap::new(),
+            begun: 0,
             rooted: VecDeque::new(),
             exports: 0,
             open_spans: 0,

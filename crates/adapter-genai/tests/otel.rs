@@ -154,3 +154,24 @@ fn a_call_inside_a_call_is_one_request_and_traces_without_root_are_written_at_th
     assert_eq!(report.details["traces_without_root"], 1);
     assert_eq!(report.details["spans_by_operation"], serde_json::json!({"chat": 3, "invoke_agent": 1}));
 }
+
+#[test]
+fn a_chain_of_twenty_thousand_calls_is_read_in_linear_steps() {
+    // Each span the parent of the next, all calls: only the innermost is a request. Walking every ancestor of
+    // every span would take 2 × 10^8 steps; the walk stops 256 levels up.
+    let chat = [attr("gen_ai.operation.name", "chat"), attr("gen_ai.usage.input_tokens", "5")].join(",");
+    let lines: Vec<String> = (0..20_000u64)
+        .rev()
+        .map(|i| {
+            let parent = if i == 0 { String::new() } else { format!("{:016x}", i - 1) };
+            span("cc", &format!("{i:016x}"), &parent, "chat m", 1_000 + i, &chat)
+        })
+        .collect();
+    let (rows, sink, report) = parse(lines.join("\n").as_bytes());
+    assert_eq!(sink.diagnostics, []);
+    // Every call but the innermost has a call right below it: one request, 19,999 wrappers.
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].request_id, format!("{:016x}", 19_999));
+    assert_eq!(report.details["calls_enclosing_calls"], 19_999);
+    assert!(!report.details.contains_key("traces_without_root"));
+}
