@@ -18,7 +18,7 @@ mod otel;
 mod usage;
 
 pub use litellm::LitellmSpend;
-pub use otel::{CACHED, INPUT, MAX_OPEN_SPANS, OUTPUT, OtelGenai, REASONING};
+pub use otel::OtelGenai;
 pub use usage::OpenaiUsage;
 
 /// The next turn of `session`, counting from 0, in a table of the most recent sessions.

@@ -196,7 +196,7 @@ impl State {
             record.response.as_ref().and_then(|r| r.0.as_ref()?.usage.as_ref()),
             record.hidden_params.as_ref().and_then(|h| h.0.as_ref()?.usage_object.as_ref()),
         ];
-        let details = usages.iter().flatten().map(|u| u.tokens()).fold(Tokens::default(), Usage::or);
+        let details = usages.iter().flatten().map(|u| u.tokens()).fold(Tokens::default(), Tokens::or);
         let input = record.prompt_tokens.as_ref().and_then(Count::get).or(details.input);
         let output = record.completion_tokens.as_ref().and_then(Count::get).or(details.output);
         let error = record

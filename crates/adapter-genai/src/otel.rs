@@ -62,6 +62,7 @@ use infertrace_adapter::{Adapter, Confidence, Head, ParseContext, ParseError, Pa
 use infertrace_schema::{ClockDomain, DatasetError, RequestRow, Status, WorkloadClass};
 
 use crate::error_name;
+use crate::usage::Tokens;
 
 /// The GenAI-span adapter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -73,7 +74,7 @@ impl OtelGenai {
 }
 
 /// Spans waiting for their trace's root before the oldest trace is written without it.
-pub const MAX_OPEN_SPANS: usize = 100_000;
+const MAX_OPEN_SPANS: usize = 100_000;
 
 /// Ancestors looked at above a span: real traces nest a few levels; a deeper chain (or a cycle in bad input) is
 /// cut there, so a trace costs at most this many steps per span.
@@ -83,7 +84,7 @@ const MAX_DEPTH: usize = 256;
 const MAX_SESSIONS: usize = 100_000;
 
 /// Input-token counts, newest name first: the conventions (1.28+, then 1.26–1.27), OpenInference.
-pub const INPUT: &[&str] = &[
+const INPUT: &[&str] = &[
     "gen_ai.usage.input_tokens",
     "gen_ai.usage.prompt_tokens",
     "llm.token_count.prompt",
@@ -91,7 +92,7 @@ pub const INPUT: &[&str] = &[
     "ai.usage.promptTokens",
 ];
 /// Output-token counts.
-pub const OUTPUT: &[&str] = &[
+const OUTPUT: &[&str] = &[
     "gen_ai.usage.output_tokens",
     "gen_ai.usage.completion_tokens",
     "llm.token_count.completion",
@@ -99,7 +100,7 @@ pub const OUTPUT: &[&str] = &[
     "ai.usage.completionTokens",
 ];
 /// Cached input tokens: the conventions (1.37+), their earlier spellings by instrumentations, OpenInference.
-pub const CACHED: &[&str] = &[
+const CACHED: &[&str] = &[
     "gen_ai.usage.cache_read.input_tokens",
     "gen_ai.usage.cache_read_input_tokens",
     "gen_ai.usage.cache_read_tokens",
@@ -112,7 +113,7 @@ pub const CACHED: &[&str] = &[
     "ai.usage.cachedInputTokens",
 ];
 /// Reasoning output tokens.
-pub const REASONING: &[&str] = &[
+const REASONING: &[&str] = &[
     "gen_ai.usage.reasoning.output_tokens",
     "gen_ai.usage.reasoning_tokens",
     "gen_ai.usage.details.reasoning_tokens",
@@ -225,19 +226,13 @@ fn call_row(span: &Span<'_>, line: u64, ctx: &ParseContext<'_>) -> RequestRow {
             let ms = first(span, &["ai.response.msToFirstChunk", "ai.stream.msToFirstChunk"])?.as_f64()?;
             Some(start? + millis_to_nanos(ms)?)
         });
-    let (mut input, cached) = (count(span, INPUT), count(span, CACHED));
-    let (mut output, reasoning) = (count(span, OUTPUT), count(span, REASONING));
-    if let (Some(i), Some(c)) = (input, cached)
-        && c > i
-    {
-        let creation = count(span, CACHE_WRITE);
-        input = Some(i.saturating_add(c).saturating_add(creation.unwrap_or(0)));
-    }
-    if let (Some(o), Some(r)) = (output, reasoning)
-        && r > o
-    {
-        output = Some(o.saturating_add(r));
-    }
+    let read = Tokens {
+        input: count(span, INPUT),
+        cached: count(span, CACHED),
+        output: count(span, OUTPUT),
+        reasoning: count(span, REASONING),
+    };
+    let tokens = read.totals(count(span, CACHE_WRITE));
     let error_type = text(span, "error.type");
     let instance =
         text(span, "server.address").map(|address| match span.attribute("server.port").and_then(AnyValue::as_u32) {
@@ -260,10 +255,10 @@ fn call_row(span: &Span<'_>, line: u64, ctx: &ParseContext<'_>) -> RequestRow {
         arrival_time: start,
         first_token_time: first_token,
         completion_time: end,
-        input_tokens: input,
-        cached_tokens: cached,
-        output_tokens: output,
-        reasoning_tokens: reasoning,
+        input_tokens: tokens.input,
+        cached_tokens: tokens.cached,
+        output_tokens: tokens.output,
+        reasoning_tokens: tokens.reasoning,
         max_tokens: count(span, &["gen_ai.request.max_tokens"]),
         finish_reason: text(span, "gen_ai.response.finish_reasons").map(str::to_owned),
         status: if span.is_error() || error_type.is_some() { Status::Error } else { Status::Ok },
@@ -278,7 +273,6 @@ fn call_row(span: &Span<'_>, line: u64, ctx: &ParseContext<'_>) -> RequestRow {
 #[derive(Debug, Default)]
 struct Trace {
     records: Vec<Record>,
-    has_tools_or_agents: bool,
     /// Its root span has come.
     rooted: bool,
     /// The last export that held one of its spans.
@@ -325,8 +319,7 @@ impl State<'_> {
                 // A span outside any trace is a trace of its own.
                 let root = record.parent.is_none();
                 self.without_root += u64::from(!root);
-                let trace =
-                    Trace { has_tools_or_agents: role != Role::Call, records: vec![record], ..Trace::default() };
+                let trace = Trace { records: vec![record], ..Trace::default() };
                 self.write(None, trace, sink)?;
                 continue;
             };
@@ -337,7 +330,6 @@ impl State<'_> {
                 self.begun += 1;
                 Trace { begun: self.begun - 1, ..Trace::default() }
             });
-            trace.has_tools_or_agents |= matches!(role, Role::Tool | Role::Agent);
             trace.records.push(record);
             trace.touched = export_no;
             if root && !trace.rooted {
@@ -381,6 +373,8 @@ impl State<'_> {
     /// Writes the rows of a trace's calls.
     fn write(&mut self, trace_id: Option<String>, trace: Trace, sink: &mut dyn Sink) -> Result<(), DatasetError> {
         let records = trace.records;
+        // Tool calls are counted (0 included) only in traces that show tools or agents at all.
+        let agentic = records.iter().any(|r| matches!(r.role, Role::Tool | Role::Agent));
         let index: HashMap<&str, usize> =
             records.iter().enumerate().filter_map(|(i, r)| Some((r.span_id.as_deref()?, i))).collect();
         let parent = |i: usize| records[i].parent.as_deref().and_then(|p| index.get(p).copied());
@@ -471,7 +465,7 @@ impl State<'_> {
                 row.session_id = Some(session.clone());
                 row.turn = Some(turn);
             }
-            if trace.has_tools_or_agents {
+            if agentic {
                 row.tool_calls = Some(tool_counts[k]);
             }
             if call.agent {

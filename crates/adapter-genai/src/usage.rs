@@ -109,36 +109,42 @@ pub(crate) struct Tokens {
 }
 
 impl Usage {
-    /// The counts, input including cached tokens and output including reasoning tokens (when a source counted
-    /// them apart, so that cached exceed input, the input is their sum).
+    /// The counts, input including cached tokens and output including reasoning tokens ([`Tokens::totals`]).
     pub(crate) fn tokens(&self) -> Tokens {
         let get = |c: &Option<Count>| c.as_ref().and_then(Count::get);
         let details = |d: &Option<Details>, f: fn(&Details) -> &Option<Count>| d.as_ref().and_then(|d| get(f(d)));
         let cached = details(&self.prompt_tokens_details, |d| &d.cached_tokens).or(get(&self.cache_read_input_tokens));
         let reasoning =
             details(&self.completion_tokens_details, |d| &d.reasoning_tokens).or(get(&self.reasoning_tokens));
-        let mut input = get(&self.prompt_tokens);
-        if let (Some(i), Some(c)) = (input, cached)
-            && c > i
-        {
-            input = Some(i.saturating_add(c).saturating_add(get(&self.cache_creation_input_tokens).unwrap_or(0)));
+        let read = Tokens { input: get(&self.prompt_tokens), cached, output: get(&self.completion_tokens), reasoning };
+        read.totals(get(&self.cache_creation_input_tokens))
+    }
+}
+
+impl Tokens {
+    /// Each count from `self`, else from `other`: readings of one usage in several places, the first preferred.
+    pub(crate) fn or(self, other: Tokens) -> Tokens {
+        Tokens {
+            input: self.input.or(other.input),
+            cached: self.cached.or(other.cached),
+            output: self.output.or(other.output),
+            reasoning: self.reasoning.or(other.reasoning),
         }
-        let mut output = get(&self.completion_tokens);
-        if let (Some(o), Some(r)) = (output, reasoning)
-            && r > o
-        {
-            output = Some(o.saturating_add(r));
-        }
-        Tokens { input, cached, output, reasoning }
     }
 
-    /// The sum of two readings: the first's counts, else the second's.
-    pub(crate) fn or(a: Tokens, b: Tokens) -> Tokens {
+    /// The counts with input including cached tokens and output including reasoning tokens, as OpenAI and the
+    /// OpenTelemetry conventions count them: where a source counted a part apart from its total (Anthropic's cache
+    /// reads, Gemini's thoughts), so that the part exceeds the total, the total is their sum (with the tokens
+    /// `cache_write` written to the cache, also counted apart there).
+    pub(crate) fn totals(self, cache_write: Option<u32>) -> Tokens {
+        let sum = |total: Option<u32>, part: Option<u32>, extra: u32| match (total, part) {
+            (Some(t), Some(p)) if p > t => Some(t.saturating_add(p).saturating_add(extra)),
+            _ => total,
+        };
         Tokens {
-            input: a.input.or(b.input),
-            cached: a.cached.or(b.cached),
-            output: a.output.or(b.output),
-            reasoning: a.reasoning.or(b.reasoning),
+            input: sum(self.input, self.cached, cache_write.unwrap_or(0)),
+            output: sum(self.output, self.reasoning, 0),
+            ..self
         }
     }
 }

@@ -264,22 +264,21 @@ fn read_proto(input: &mut dyn BufRead, sink: &mut dyn Sink, each: &mut EachExpor
     }
     let mut position = 0;
     loop {
-        let mut prefix = [0u8; 4];
-        let mut got = 0;
-        while got < 4 {
-            let n = input.read(&mut prefix[got..])?;
-            if n == 0 {
-                break;
-            }
-            got += n;
-        }
-        if got == 0 {
+        if input.fill_buf()?.is_empty() {
             return Ok(position);
         }
         position += 1;
+        let mut prefix = [0u8; 4];
+        let cut = match input.read_exact(&mut prefix) {
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => true,
+            other => {
+                other?;
+                false
+            }
+        };
         let length = u32::from_be_bytes(prefix) as usize;
-        if got < 4 || length > MAX_MESSAGE_BYTES {
-            let what = if got < 4 { "the file ends inside a length prefix" } else { "a length prefix past 256 MiB" };
+        if cut || length > MAX_MESSAGE_BYTES {
+            let what = if cut { "the file ends inside a length prefix" } else { "a length prefix past 256 MiB" };
             sink.diagnostic(Diagnostic::new(
                 position,
                 DiagnosticKind::MalformedRecord,
@@ -647,6 +646,12 @@ mod tests {
         let (read, sink) = spans(&file[..file.len() - 3]);
         assert_eq!((read.len(), sink.diagnostics.len()), (1, 1));
         assert_eq!(sink.diagnostics[0].line, 2);
+        // Two bytes after the last message: a cut length prefix, the third message's.
+        let mut cut = file.clone();
+        cut.extend_from_slice(&[0, 0]);
+        let (read, sink) = spans(&cut);
+        assert_eq!((read.len(), sink.diagnostics.len(), sink.diagnostics[0].line), (2, 1, 3));
+        assert!(sink.diagnostics[0].message.contains("inside a length prefix"), "{:?}", sink.diagnostics);
         // Garbage after a valid prefix is a diagnostic, not a panic.
         let mut garbage = vec![0, 0, 0, 3, 0x0A, 0xFF, 0xFF];
         garbage.extend_from_slice(&[0, 0, 0, 1]);
